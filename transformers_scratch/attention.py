@@ -10,8 +10,7 @@ __all__ = ['check_attention', 'attention_weights', 'attention', 'fast_attention'
 # %% ../nbs/02_attention.ipynb #1178dc2e
 import math, torch, torch.nn as nn, torch.nn.functional as F
 from .masks import causal_mask, masked_softmax, neg_fill
-from .core import TODO, CheckError, checker, expect, expect_shape, same
-from .selfattention import diagnose
+from .core import TODO, CheckError, checker, diagnose, expect, expect_shape, same
 
 # %% ../nbs/02_attention.ipynb #17acb4d1
 def _randn(*shape, g): return torch.randn(*shape, generator=g)
