@@ -49,16 +49,17 @@ def _parser():
     r.add_argument('--model', required=True)
     r.add_argument('text')
     g = sub.add_parser('generate', help='train (or load) a GenerationTransformer and generate text')
-    g.add_argument('--data', choices=['tinyshakespeare', 'imdb_sample'], default='tinyshakespeare')
-    g.add_argument('--level', choices=['char', 'word'])
-    g.add_argument('--prompt')
-    g.add_argument('--n', type=int, default=None)
+    g.add_argument('--data', choices=['tinyshakespeare', 'imdb_sample'], help='default: tinyshakespeare, or the --model\'s')
+    g.add_argument('--level', choices=['char', 'word'], help='default: char for tinyshakespeare, word for imdb_sample')
+    g.add_argument('--prompt', help='the text to continue (default: per dataset)')
+    g.add_argument('--n', type=int, default=None, help='how many characters or words to generate')
     g.add_argument('--temperature', type=_float('--temperature'), default=1.0)
     g.add_argument('--top-k', type=int)
     g.add_argument('--top-p', type=_float('--top-p'))
-    g.add_argument('--quick', action='store_true', help='small configuration: about 2 minutes on 2 CPU cores')
-    g.add_argument('--model', help='a learner saved by an earlier `tfs generate --out`')
-    g.add_argument('--out', help='where to save the trained learner (learn.export)')
+    g.add_argument('--quick', action='store_true', help='small configuration: a minute or two on 2 CPU cores')
+    g.add_argument('--seed', type=int, default=0, help='random seed for training and sampling')
+    g.add_argument('--model', help='a checkpoint saved by an earlier `tfs generate --out`, instead of training')
+    g.add_argument('--out', help='where to save the trained model (a checkpoint for --model)')
     h = sub.add_parser('handout', help="write the learner's edition of the notebooks (no solutions, no outputs)")
     h.add_argument('--src', default='nbs')
     h.add_argument('--dest', default='handout')
@@ -74,6 +75,7 @@ def _validate(a):
         if a.top_k is not None and a.top_k < 1: raise CLIError(f"tfs generate: error: --top-k must be >= 1, got {a.top_k}")
         if a.top_p is not None and not 0 < a.top_p <= 1: raise CLIError(f"tfs generate: error: --top-p must be in (0, 1], got {a.top_p}")
         if a.n is not None and a.n < 0: raise CLIError(f"tfs generate: error: --n must be >= 0, got {a.n}")
+        if a.prompt is not None and not a.prompt: raise CLIError("tfs generate: error: --prompt is empty")
 
 # %% ../nbs/90_cli.ipynb #85178fb5
 def _run(a):
@@ -91,7 +93,7 @@ def _run(a):
     if a.cmd == 'generate':
         from transformers_scratch.lm import run_generate
         return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, temperature=a.temperature,
-                            top_k=a.top_k, top_p=a.top_p, quick=a.quick, model=a.model, out=a.out)
+                            top_k=a.top_k, top_p=a.top_p, quick=a.quick, model=a.model, out=a.out, seed=a.seed)
 
 # %% ../nbs/90_cli.ipynb #b45bf29a
 def main(argv=None):

@@ -1,0 +1,199 @@
+"Generation: argument checks, KV-cache equality, seeds, cropping, text errors, and `tfs generate` end to end."
+import json, math, os, subprocess, sys, pathlib
+import pytest, torch
+from transformers_scratch.models import GenerationTransformer
+from transformers_scratch.generate import generate, generate_text, next_token
+from transformers_scratch.lm import CharVocab, save_lm, load_lm, lm_dls, lm_learner, lm_config, run_generate
+from transformers_scratch.cli import main
+
+def model(seq_len=12, n_tokens=23, **kw):
+    torch.manual_seed(0)
+    return GenerationTransformer(32, 4, 2, seq_len=seq_len, n_tokens=n_tokens, **kw).eval()
+
+PROMPT = torch.tensor([3, 1, 4, 1, 5, 9, 2])
+
+# --- arguments ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('kw, err, pat', [
+    (dict(temperature=0), ValueError, r'temperature.*greedy=True'), (dict(temperature=-0.5), ValueError, 'temperature'),
+    (dict(temperature=float('nan')), ValueError, 'temperature'), (dict(temperature=float('inf')), ValueError, 'temperature'),
+    (dict(temperature='1'), TypeError, 'temperature'),
+    (dict(top_k=0), ValueError, 'top_k'), (dict(top_k=-3), ValueError, 'top_k'), (dict(top_k=1.5), TypeError, 'top_k'),
+    (dict(top_p=0), ValueError, r'top_p.*\(0, 1\]'), (dict(top_p=1.01), ValueError, 'top_p'), (dict(top_p=-0.1), ValueError, 'top_p'),
+    (dict(min_p=1), ValueError, r'min_p.*\[0, 1\)'), (dict(min_p=-0.01), ValueError, 'min_p'),
+    (dict(greedy='yes'), TypeError, 'greedy'), (dict(seed=1, generator=torch.Generator()), ValueError, 'seed'),
+    (dict(exclude=[23]), ValueError, 'exclude'), (dict(exclude=[-1]), ValueError, 'exclude'),
+    (dict(exclude=range(23)), ValueError, 'exclude'), (dict(exclude=[1.5]), TypeError, 'exclude'),
+])
+def test_bad_sampling_arguments(kw, err, pat):
+    with pytest.raises(err, match=pat): generate(model(), PROMPT, 5, **kw)
+
+@pytest.mark.parametrize('prompt, n, err, pat', [
+    (torch.tensor([], dtype=torch.long), 5, ValueError, 'empty'), (PROMPT.float(), 5, TypeError, 'integers'),
+    (PROMPT.bool(), 5, TypeError, 'integers'), (PROMPT[None], 5, ValueError, '1-D'), ([3, 1, 4], 5, TypeError, 'prompt'),
+    (torch.tensor([3, 23]), 5, ValueError, r'\[0, 23\)'), (torch.tensor([-1]), 5, ValueError, r'\[0, 23\)'),
+    (PROMPT, -1, ValueError, 'n:'), (PROMPT, 2.0, TypeError, 'n:'),
+])
+def test_bad_prompt_or_n(prompt, n, err, pat):
+    with pytest.raises(err, match=pat): generate(model(), prompt, n)
+
+def test_greedy_needs_no_temperature():
+    m = model()
+    out = generate(m, PROMPT, 5, greedy=True, temperature=0)      # temperature is not used when greedy
+    assert torch.equal(out, generate(m, PROMPT, 5, greedy=True))
+    assert torch.equal(generate(m, PROMPT, 0), PROMPT)
+
+# --- the KV cache --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('fast', [False, True])
+@pytest.mark.parametrize('prenorm, pos', [(False, 'learned'), (True, 'learned'), (True, 'sinusoidal')])
+def test_cache_gives_the_same_greedy_tokens(fast, prenorm, pos):
+    m = model(fast=fast, prenorm=prenorm, pos=pos)
+    for n in (1, 5, 40):                                           # 7 + 40 tokens: the window (12) slides many times
+        a, b = generate(m, PROMPT, n, greedy=True, cache=True), generate(m, PROMPT, n, greedy=True, cache=False)
+        assert torch.equal(a, b), (n, a, b)
+    assert len(a) == len(PROMPT) + 40
+
+def test_cache_logits_match_a_full_pass():
+    "Each step's logits with the cache equal those of running the model on the whole window"
+    m = model(seq_len=64)
+    seq = generate(m, PROMPT, 20, greedy=True)
+    c = m.new_cache()
+    steps = [m(seq[None, :7], cache=c)[0, -1]] + [m(seq[None, i:i + 1], cache=c)[0, -1] for i in range(7, 26)]
+    full = [m(seq[None, :i + 1])[0, -1] for i in range(6, 26)]
+    torch.testing.assert_close(torch.stack(steps), torch.stack(full), atol=1e-5, rtol=1e-4)
+
+def test_cache_runs_fewer_positions():
+    m = model(seq_len=64)
+    counts = []
+    h = m.token_emb.register_forward_hook(lambda mod, i, o: counts.append(i[0].numel()))
+    try:
+        generate(m, PROMPT, 30, greedy=True, cache=True); cached = sum(counts); counts.clear()
+        generate(m, PROMPT, 30, greedy=True, cache=False); uncached = sum(counts)
+    finally: h.remove()
+    assert cached == 7 + 29 and uncached == sum(range(7, 37))
+
+def test_generate_restores_training_mode_and_device():
+    m = model(dropout=0.5).train()
+    out = generate(m, PROMPT, 10, greedy=True)
+    assert m.training and out.device == PROMPT.device and out.dtype == torch.long
+    assert torch.equal(out, generate(m, PROMPT, 10, greedy=True))   # dropout is off while generating
+
+# --- cropping and seeds --------------------------------------------------------------------------------------------
+
+def test_long_prompt_is_cropped_to_seq_len():
+    m = model()
+    long = torch.randint(0, 23, (40,), generator=torch.Generator().manual_seed(1))
+    for cache in (True, False):
+        out = generate(m, long, 8, greedy=True, cache=cache)
+        assert torch.equal(out[:40], long)
+        assert torch.equal(out[40:], generate(m, long[-12:], 8, greedy=True)[12:])
+        s = generate(m, long, 8, seed=3, cache=cache)
+        assert torch.equal(s[40:], generate(m, long[-12:], 8, seed=3, cache=cache)[12:])
+
+@pytest.mark.parametrize('cache', [True, False])
+def test_seeds_make_sampling_reproducible(cache):
+    m = model()
+    kw = dict(temperature=1.3, top_k=15, top_p=0.95, min_p=0.01, cache=cache)
+    a = generate(m, PROMPT, 30, seed=7, **kw)
+    assert torch.equal(a, generate(m, PROMPT, 30, seed=7, **kw))
+    assert torch.equal(a, generate(m, PROMPT, 30, generator=torch.Generator().manual_seed(7), **kw))
+    torch.manual_seed(11); b = generate(m, PROMPT, 30, **kw)
+    torch.manual_seed(11); assert torch.equal(b, generate(m, PROMPT, 30, **kw))
+    assert not torch.equal(a, generate(m, PROMPT, 30, seed=8, **kw))
+    assert torch.equal(a, generate(m, PROMPT, 30, seed=7, **{**kw, 'cache': not cache}))   # sampling agrees too
+
+def test_excluded_ids_are_never_generated():
+    m = model()
+    for kw in (dict(greedy=True), dict(seed=0, temperature=2.0), dict(seed=1, top_k=3)):
+        for cache in (True, False):
+            out = generate(m, PROMPT, 60, exclude=list(range(0, 23, 2)), cache=cache, **kw)
+            assert all(i % 2 == 1 for i in out[len(PROMPT):].tolist()), (kw, out)
+
+def test_filters_restrict_the_samples():
+    z = torch.tensor([[2.0, 1.0, 0.0, -1.0, -2.0]]).expand(2000, 5)
+    g = torch.Generator().manual_seed(0)
+    assert set(next_token(z, top_k=2, generator=g).tolist()) == {0, 1}
+    assert set(next_token(z, top_p=0.5, generator=g).tolist()) == {0}                 # p(0) = 0.64 >= 0.5
+    assert set(next_token(z, min_p=0.3, generator=g).tolist()) == {0, 1}              # p(1)/p(0) = e^-1 = 0.37
+    assert len(set(next_token(z, temperature=5., generator=g).tolist())) == 5
+
+# --- text ----------------------------------------------------------------------------------------------------------
+
+CHARS = "abcdefghij ,."
+
+def test_generate_text_roundtrip_and_errors():
+    m = model(n_tokens=len(CHARS))
+    for vocab in (CharVocab(CHARS), sorted(CHARS), ''.join(sorted(CHARS)), (CharVocab(CHARS).encode, CharVocab(CHARS).decode)):
+        out = generate_text(m, vocab, "a bad cab", 10, seed=0)
+        assert out.startswith("a bad cab") and len(out) == 19
+        with pytest.raises(ValueError, match='empty'): generate_text(m, vocab, "", 5)
+        with pytest.raises(ValueError, match=r"2 character\(s\) not in the vocabulary: 'X', 'é'"): generate_text(m, vocab, "a béad X", 5)
+    with pytest.raises(TypeError, match='prompt'): generate_text(m, CHARS, 42, 5)
+    with pytest.raises(TypeError, match='vocab'): generate_text(m, [1, 2, 3], "abc", 5)
+
+# --- tfs generate --------------------------------------------------------------------------------------------------
+
+def tfs(*args):
+    "Run `tfs` in a fresh process, offline, like a user would"
+    env = {**os.environ, 'TFS_OFFLINE': '1'}
+    return subprocess.run(['tfs', *args], capture_output=True, text=True, env=env)
+
+def test_tfs_generate_quick_learns(tmp_path):
+    "The only long test: `tfs generate --quick` trains on tiny Shakespeare (about 2 minutes on 2 CPU cores)"
+    r = tfs('generate', '--quick', '--n', '100', '--out', str(tmp_path/'lm.pt'))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res['dataset'] == 'tinyshakespeare' and res['level'] == 'char' and res['device']
+    assert res['valid_loss'] < res['unigram_loss'] - 0.5, res          # learned far more than character frequencies
+    assert math.isclose(res['bits_per_char'], res['valid_loss'] / math.log(2), rel_tol=1e-3)
+    assert 'ROMEO:' in r.stdout
+    # the saved model loads, is measured again on the same validation text, and generates from another prompt
+    r2 = tfs('generate', '--model', str(tmp_path/'lm.pt'), '--prompt', 'KING:', '--n', '50', '--temperature', '0.8')
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    res2 = json.loads(r2.stdout.strip().splitlines()[-1])
+    assert abs(res2['valid_loss'] - res['valid_loss']) < 1e-3 and 'KING:' in r2.stdout
+
+def run_main(capsys, *args):
+    with pytest.raises(SystemExit) as e: main(list(args))
+    err = capsys.readouterr().err
+    return e.value.code, err
+
+@pytest.mark.parametrize('args, pat', [
+    (['--temperature', '0'], 'temperature'), (['--temperature', 'hot'], 'temperature'), (['--top-k', '0'], 'top-k'),
+    (['--top-p', '1.5'], 'top-p'), (['--n', '-1'], '--n'), (['--n', 'abc'], '--n'), (['--prompt', ''], 'prompt'),
+    (['--data', 'mnist'], 'invalid choice'), (['--level', 'byte'], 'invalid choice'),
+    (['--quick', '--prompt', 'ROMEO: ça va?'], r"character\(s\) not in the vocabulary: 'ç'"),   # found before training
+    (['--model', '/nonexistent/lm.pt'], 'no such file'),
+])
+def test_tfs_generate_bad_arguments(capsys, args, pat):
+    code, err = run_main(capsys, 'generate', *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in err, err
+    assert pat in lines[0] or __import__('re').search(pat, lines[0]), lines[0]
+
+def test_tfs_generate_bad_model_file(capsys, tmp_path):
+    (tmp_path/'junk.pt').write_bytes(b'not a checkpoint')
+    code, err = run_main(capsys, 'generate', '--model', str(tmp_path/'junk.pt'))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and 'not a checkpoint' in err
+
+def test_tfs_generate_error_in_a_real_process():
+    r = tfs('generate', '--top-p', '0')
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr
+    assert r.stdout == ''
+
+def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
+    "A word-level model (untrained, so this is fast) saved and used through `run_generate(model=...)`"
+    cfg = {**lm_config('word', quick=True), 'emb': 16, 'heads': 2, 'depth': 1}
+    dls, codec = lm_dls('imdb_sample', 'word', cfg, device='cpu')
+    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', cfg, codec)
+    assert load_lm(p)['vocab'] == list(dls.vocab)
+    res = run_generate(model=str(p), n=8, top_k=5)
+    assert res['level'] == 'word' and res['dataset'] == 'imdb_sample' and 'perplexity' in res
+    assert math.isclose(res['perplexity'], math.exp(res['valid_loss']), rel_tol=1e-3)
+    assert abs(res['valid_loss'] - math.log(len(dls.vocab))) < 1.0    # untrained: about uniform over the vocabulary
+    text = capsys.readouterr().out.split('\r')[-1]                    # what follows the progress bar
+    assert text.lower().startswith('i think its a very') and 'xxunk' not in text.lower(), text
+    with pytest.raises(ValueError, match='level'): run_generate(model=str(p), level='char')
