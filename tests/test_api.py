@@ -86,3 +86,11 @@ def test_generation_is_causal():
     for i in range(9):
         x2 = x.clone(); x2[:, i] = (x2[:, i] + 1) % 30
         close(g(x2)[:, :i], y[:, :i])
+
+@pytest.mark.parametrize('fast', [False, True])
+def test_weights_are_causal_on_both_paths(fast):
+    torch.manual_seed(0)
+    sa = SelfAttention(16, heads=4, causal=True, fast=fast)
+    w = sa.weights(torch.randn(2, 5, 16))
+    assert (w.triu(1) == 0).all()
+    close(w.sum(-1), torch.ones(2, 4, 5))

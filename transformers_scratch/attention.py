@@ -195,6 +195,7 @@ class SelfAttention(nn.Module):
     def weights(self, x, pad_mask=None):
         "The attention weights (b, h, t, t), for looking inside"
         q, k, v, mask = self._qkv(x, pad_mask, None)
+        if self.causal and mask is None: mask = causal_mask(x.size(1), device=x.device)  # the fast path leaves it to SDPA
         return attention_weights(q, k, mask)
 
 # %% ../nbs/02_attention.ipynb #02bd9e0d
