@@ -1,0 +1,130 @@
+"`tfs classify` / `tfs predict` end to end on IMDB_SAMPLE, the export round trip, bad input, offline data, padding."
+import json, os, subprocess, sys, time, warnings
+import pytest, torch
+from transformers_scratch.classify import (text_dls, classifier_learner, padding_invariance_gap, load_classifier,
+                                           synth_text_df, QUICK)
+from transformers_scratch.models import ClassificationTransformer
+from transformers_scratch.data import imdb_sample_df, DataNotFoundError
+from fastai.learner import load_learner
+from fastai.torch_core import set_seed
+
+MAJORITY = 107 / 200   # IMDB_SAMPLE's validation split: 107 negative, 93 positive
+
+def tfs(*args, env=None, timeout=600):
+    "Run the `tfs` console script; returns the CompletedProcess"
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run(['tfs', *args], capture_output=True, text=True, env=e, timeout=timeout)
+
+def last_json(out): return json.loads(out.strip().splitlines()[-1])
+
+def assert_one_line_error(r, pattern):
+    assert r.returncode != 0, r
+    assert 'Traceback' not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert pattern in lines[0], lines[0]
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    "Train once with `tfs classify --quick` (the one long test: about two minutes on 2 cores)"
+    out = tmp_path_factory.mktemp('model')/'imdb_sample.pkl'
+    start = time.perf_counter()
+    r = tfs('classify', '--quick', '--out', str(out))
+    return r, out, time.perf_counter() - start
+
+def test_classify_quick_learns(trained):
+    r, out, secs = trained
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = last_json(r.stdout)
+    assert res['dataset'] == 'imdb_sample' and res['epochs'] == QUICK['epochs'] and res['quick'] is True
+    assert (res['train_rows'], res['valid_rows']) == (800, 200)
+    assert res['accuracy'] >= MAJORITY + 0.12, f"{res['accuracy']} is not well above the majority class {MAJORITY}"
+    assert 0 < res['valid_loss'] < 5 and res['device'] in ('cpu', 'cuda', 'mps')
+    assert res['model'] == str(out) and out.is_file()
+    print(f"tfs classify --quick: {secs:.0f}s wall, {res}")
+
+def test_exported_learner_reproduces_the_accuracy(trained):
+    "export -> load_learner: the loaded learner gets exactly the accuracy measured at the end of training"
+    r, out, _ = trained
+    res = last_json(r.stdout)
+    learn = load_classifier(out)
+    valid = imdb_sample_df().query('is_valid')
+    dl = learn.dls.test_dl(valid, with_labels=True)
+    preds, targs = learn.get_preds(dl=dl)
+    acc = (preds.argmax(1) == targs).float().mean().item()
+    assert abs(acc - res['accuracy']) < 1e-3, (acc, res['accuracy'])
+
+def test_predict_cli(trained):
+    _, out, _ = trained
+    good = "A wonderful, moving film. The acting is superb and the story is beautiful. One of the best movies I have seen, 10/10."
+    bad = "Awful. The worst movie I have ever seen: boring, stupid, badly acted. A complete waste of time, avoid it. 1/10."
+    rg, rb = tfs('predict', '--model', str(out), good), tfs('predict', '--model', str(out), bad)
+    assert rg.returncode == 0 and rb.returncode == 0, rg.stderr + rb.stderr
+    pg, pb = last_json(rg.stdout), last_json(rb.stdout)
+    assert set(pg['probabilities']) == {'negative', 'positive'}
+    assert abs(sum(pg['probabilities'].values()) - 1) < 1e-3
+    assert pg['label'] == max(pg['probabilities'], key=pg['probabilities'].get)
+    assert pg['probabilities']['positive'] > pb['probabilities']['positive'], (pg, pb)
+
+def test_export_round_trip_identical_predictions(tmp_path):
+    "learn.export -> load_learner -> the same predictions, to the bit, on new texts"
+    df = synth_text_df()
+    set_seed(0)
+    learn = classifier_learner(text_dls(df, seq_len=24, bs=8), emb=16, heads=2, depth=1, seq_len=24)
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(2, 3e-2)
+    texts = list(df.text[-20:]) + ['a superb film ' * 20]
+    before = learn.get_preds(dl=learn.dls.test_dl(texts))[0]
+    learn.export(tmp_path/'m.pkl')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        loaded = load_learner(tmp_path/'m.pkl')
+    after = loaded.get_preds(dl=loaded.dls.test_dl(texts))[0]
+    assert torch.equal(before, after)
+    assert loaded.predict(texts[0])[0] == learn.predict(texts[0])[0]
+
+@pytest.mark.parametrize('args,pattern', [
+    (['classify', '--data', 'mnist'], 'invalid choice'),
+    (['classify', '--epochs', '0'], 'positive'),
+    (['classify', '--emb', '10', '--heads', '4'], 'must divide'),
+    (['classify', '--quick', '--heads', '3'], 'divide'),          # 3 does not divide the quick emb=64
+    (['predict', '--model', 'no/such/model.pkl', 'good film'], 'no/such/model.pkl'),
+    (['predict', '--model', 'no/such/model.pkl', '   '], 'empty'),
+], ids=['dataset', 'epochs', 'heads', 'heads-quick', 'missing-model', 'empty-text'])
+def test_bad_arguments(args, pattern):
+    assert_one_line_error(tfs(*args, timeout=120), pattern)
+
+def test_empty_text_with_a_real_model(trained):
+    _, out, _ = trained
+    assert_one_line_error(tfs('predict', '--model', str(out), ''), 'empty')
+
+def test_offline_without_data_fails_at_once(tmp_path, monkeypatch):
+    "No data and no network: an immediate DataNotFoundError naming the dataset and TFS_DATA, in-process and from the CLI"
+    monkeypatch.setenv('TFS_DATA', str(tmp_path)); monkeypatch.setenv('TFS_OFFLINE', '1')
+    start = time.perf_counter()
+    with pytest.raises(DataNotFoundError, match=r"(?s)'imdb_sample'.*TFS_DATA"): imdb_sample_df()
+    assert time.perf_counter() - start < 5
+    r = tfs('classify', '--quick', env={'TFS_DATA': str(tmp_path), 'TFS_OFFLINE': '1'}, timeout=120)
+    assert_one_line_error(r, "'imdb_sample'")
+    assert 'TFS_DATA' in r.stderr and str(tmp_path) in r.stderr
+
+@pytest.fixture(scope='module')
+def imdb_dls():
+    return text_dls(imdb_sample_df(), seq_len=QUICK['seq_len'], bs=64)
+
+def test_batches_are_cropped(imdb_dls):
+    assert max(xb.shape[1] for xb, _ in imdb_dls.train) <= QUICK['seq_len']
+    assert max(xb.shape[1] for xb, _ in imdb_dls.valid) == QUICK['seq_len']   # long reviews exist and were cropped
+
+@pytest.mark.parametrize('pos,pool', [('learned', 'mean'), ('sinusoidal', 'mean'), ('learned', 'max')])
+def test_padding_invariance_real_batches(imdb_dls, pos, pool):
+    "In real IMDB batches (pads at the end; at the front too when long and short reviews meet), logits = review alone"
+    torch.manual_seed(0)
+    v = imdb_dls.vocab[0]
+    m = ClassificationTransformer(32, 4, 2, QUICK['seq_len'], len(v), 2, pos=pos, pool=pool, pad_idx=v.index('xxpad'))
+    batches = [xb.cpu() for xb, _ in imdb_dls.valid]
+    df = imdb_sample_df()
+    mixed = list(df.text[df.is_valid].iloc[:3]) + ['Great film, loved it.', 'Terrible. Avoid.', 'Meh.']
+    batches.append(imdb_dls.test_dl(mixed).one_batch()[0].cpu())
+    pad = torch.cat([(b == 1).float().mean(0)[[0, -1]][None] for b in batches])   # share of rows padded at each end
+    assert pad[:, 0].max() > 0 and pad[:, 1].max() > 0, "the batches should have padding at both ends"
+    for b in batches: assert padding_invariance_gap(m, b) < 1e-4
