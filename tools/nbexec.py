@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Execute notebooks in place so their outputs are saved (skipping #| exercise/slow/cuda cells and nbdev_export).
+Usage (repo root): python tools/nbexec.py nbs/02_attention.ipynb [more...]; then run nbdev_clean."""
+import sys, os, re
+from pathlib import Path
+from execnb.shell import CaptureShell
+from execnb.nbio import read_nb, write_nb
+from fastcore.xtras import working_directory
+
+SKIP = {'exercise', 'slow', 'cuda'}
+def flags(src): return {m.group(1) for m in re.finditer(r'^#\|\s*(\w+)', src, re.M)}
+def skip(cell):
+    if cell.cell_type != 'code': return True
+    if 'nbdev_export(' in cell.source or 'nbdev.nbdev_export' in cell.source: return True
+    return bool(flags(cell.source) & SKIP)
+
+os.environ.setdefault('TFS_QUICK', '1')
+for p in sys.argv[1:]:
+    p = Path(p).resolve()
+    nb = read_nb(p)
+    for c in nb.cells:
+        if c.cell_type == 'code' and skip(c): c['outputs'] = []
+    sh = CaptureShell(p)
+    with working_directory(p.parent): sh.run_all(nb, exc_stop=True, preproc=skip)
+    write_nb(nb, p)
+    print('executed', p.name)
