@@ -1,17 +1,22 @@
 """Generation benchmarks, each measured side by side in one run:
 
-- `kv`: the KV cache's speed-up. Greedy decoding of `--n` new tokens with and without the cache, interleaved rounds,
-  on nanoGPT shakespeare_char's model shape (6 layers, 6 heads, 384, block 256). Also checks the tokens are identical.
-  A second row starts with a full window, where every step slides it and the cache cannot help (learned positions).
+- `kv`: the KV cache's speed-up. Greedy decoding of `--n` new tokens with the preallocated cache (on CUDA: with its
+  one-token step replayed as a CUDA graph, and eagerly) and without a cache, interleaved rounds, on nanoGPT
+  shakespeare_char's model shape (6 layers, 6 heads, 384, block 256). Also checks the tokens are identical. A second
+  row starts with a full window, where every step slides it and the cache cannot help (learned positions).
 - `throughput`: training tokens/s of our `GenerationTransformer` (fast path, and explicit attention) vs a same-size
   stack of `nn.TransformerEncoderLayer` with a causal mask (pre-norm, ReLU, 4x MLP, same dropout), embeddings and head
-  included, forward + backward + AdamW step, interleaved rounds.
-- `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: nanoGPT's shakespeare_char
-  configuration, meant for a GPU; its published validation loss is 1.4697).
+  included, forward + backward + AdamW step, interleaved rounds. Then the `train` rows: our fastai path (`lm_learner`,
+  as `tfs generate` trains) vs a plain PyTorch loop with `torch.compile`, autocast (bf16 on GPUs of compute capability
+  >= 8, fp16 + loss scaling below, none on a CPU) and fused AdamW, same model, batch and gradient clipping; both
+  compiled on a GPU (`--compile` / `--no-compile` to choose).
+- `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
+  shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
+  smoke test of the full path on a CPU).
 
     python benchmarks/generate.py                        # all three, CPU-sized
     python benchmarks/generate.py kv --n 256 --threads 1 # one of them, on one CPU thread
-    python benchmarks/generate.py throughput valid --full  # on a GPU: nanoGPT-sized throughput and the full training run
+    python benchmarks/generate.py kv throughput valid --full  # on a GPU: decoding, nanoGPT-sized training, the full run
 
 The last line is a JSON object with every number and the machine it came from.
 """
@@ -28,23 +33,28 @@ def timed(f, dev):
     return time.perf_counter() - t0, out
 
 def bench_kv(a, dev):
+    "Greedy decoding with the preallocated KV cache (and, on CUDA, its one-token step replayed as a CUDA graph) vs none"
     torch.manual_seed(0)
     m = GenerationTransformer(a.emb, a.heads, a.depth, a.seq_len, 65, fast=True, prenorm=True).to(dev).eval()
+    ways = {'cache': dict(cache=True), 'no_cache': dict(cache=False)}
+    if dev.type == 'cuda': ways = {'cache_cuda_graph': dict(cache=True, cuda_graph=True), 'cache_eager': dict(cache=True, cuda_graph=False), **ways}
+    first = next(iter(ways))
     res = {}
     for name, plen, n in (('within_window', 1, a.n), ('window_full', a.seq_len, a.n // 8)):
         prompt = torch.randint(0, 65, (plen,), generator=torch.Generator().manual_seed(1)).to(dev)
-        generate(m, prompt, 4, greedy=True, cache=True); generate(m, prompt, 4, greedy=True, cache=False)   # warm-up
-        secs = {True: 0., False: 0.}; outs = {}
+        for kw in ways.values(): generate(m, prompt, 4, greedy=True, **kw)             # warm-up
+        secs, outs = {k: 0. for k in ways}, {}
         for _ in range(a.rounds):
-            for cache in (True, False):
-                s, outs[cache] = timed(lambda: generate(m, prompt, n, greedy=True, cache=cache), dev)
-                secs[cache] += s
-        assert torch.equal(outs[True], outs[False]), "greedy tokens differ with and without the cache"
-        r = {'prompt': plen, 'new_tokens': n, 'cache_tokens_per_s': round(n * a.rounds / secs[True], 1),
-             'no_cache_tokens_per_s': round(n * a.rounds / secs[False], 1), 'speedup': round(secs[False] / secs[True], 2),
-             'identical_tokens': True}
-        print(f"kv {name:14s} prompt {plen:4d}, {n} new: cache {r['cache_tokens_per_s']:9.1f} tok/s, "
-              f"no cache {r['no_cache_tokens_per_s']:9.1f} tok/s, speed-up {r['speedup']:.2f}x (greedy tokens identical)")
+            for k, kw in ways.items():
+                s, outs[k] = timed(lambda: generate(m, prompt, n, greedy=True, **kw), dev)
+                secs[k] += s
+        same = all(torch.equal(outs[k], outs['no_cache']) for k in ways)
+        tps = {k: round(n * a.rounds / s, 1) for k, s in secs.items()}
+        r = {'prompt': plen, 'new_tokens': n, 'tokens_per_s': tps, 'speedup': round(secs['no_cache'] / secs[first], 2),
+             'identical_tokens': same}
+        print(f"kv {name:14s} prompt {plen:4d}, {n} new: " + ', '.join(f"{k} {v:9.1f} tok/s" for k, v in tps.items()) +
+              f"; {first} / no_cache = {r['speedup']:.2f}x, greedy tokens {'identical' if same else 'DIFFER'}")
+        assert same, "greedy tokens differ with and without the cache"
         res[name] = r
     return res
 
@@ -90,9 +100,67 @@ def bench_throughput(a, dev):
     return {'config': dict(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len, bs=a.bs, dropout=a.dropout),
             'tokens_per_s': tps, 'parameters': n_params, 'ours_fast_vs_torch': round(ratio, 2)}
 
+def bench_train(a, dev):
+    """Training tokens/s of our fastai path (`lm_learner`: fused AdamW, precision per device, compiled when `--compile`)
+    vs a plain PyTorch loop (`torch.compile`, bf16 autocast on GPUs of compute capability >= 8, fused AdamW), same model,
+    batch, gradient clipping and random windows of one text, interleaved rounds"""
+    from fastai.torch_core import set_seed
+    from transformers_scratch.core import precision_for
+    from transformers_scratch.lm import char_dls, lm_learner
+    from transformers_scratch.training import has_fused_adamw
+    from fastai.callback.core import Callback
+    V, L, bs = 65, a.seq_len, a.bs
+    set_seed(0)
+    text = ''.join(chr(33 + i) for i in torch.randint(0, V, (400_000,)).tolist())      # 65 characters
+    cfg = dict(emb=a.emb, heads=a.heads, depth=a.depth, dropout=a.dropout)
+    # ours: the Learner that `tfs generate` uses, timed from before_train to after_train (no validation)
+    dls = char_dls(text, L, bs, n_batches=a.steps, valid_pct=0.01, device=dev)
+    learn = lm_learner(dls, **cfg, compile=a.compile)
+    class Timer(Callback):
+        def before_train(self): sync(dev); self.t0 = time.perf_counter()
+        def after_train(self): sync(dev); self.secs = time.perf_counter() - self.t0
+    learn.add_cb(Timer())
+    # plain: nanoGPT's loop
+    model = GenerationTransformer(a.emb, a.heads, a.depth, L, V, dropout=a.dropout, fast=True, prenorm=True).to(dev).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), eps=1e-5, weight_decay=0.1, fused=has_fused_adamw(dev))
+    step_model = torch.compile(model) if a.compile else model
+    prec = precision_for(dev)
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=prec == 'bf16')
+    scaler = torch.amp.GradScaler(dev.type, enabled=prec == 'fp16')
+    fp16 = torch.autocast(dev.type, dtype=torch.float16, enabled=prec == 'fp16')
+    ids = dls.train_ds.ids.to(dev)
+    offs = torch.arange(L, device=dev)
+    def plain(steps):
+        for _ in range(steps):
+            idx = torch.randint(0, len(ids) - L - 1, (bs,), device=dev)[:, None] + offs
+            x, y = ids[idx], ids[idx + 1]
+            with amp, fp16: loss = F.cross_entropy(step_model(x).flatten(0, 1), y.flatten())
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt); scaler.update()
+            opt.zero_grad(set_to_none=True)
+    def ours():
+        with learn.no_bar(), learn.no_logging(): learn.fit(1, 1e-4)
+        return learn.timer.secs
+    t0 = time.perf_counter(); plain(2); sync(dev); warm_plain = time.perf_counter() - t0     # compiles, when --compile
+    t0 = time.perf_counter(); ours(); warm_ours = time.perf_counter() - t0
+    secs = {'fastai_learner': 0., 'plain_pytorch': 0.}
+    for _ in range(a.rounds):
+        s, _ = timed(lambda: plain(a.steps), dev); secs['plain_pytorch'] += s
+        secs['fastai_learner'] += ours()
+    toks = bs * L * a.steps * a.rounds
+    tps = {k: round(toks / s, 1) for k, s in secs.items()}
+    ratio = tps['fastai_learner'] / tps['plain_pytorch']
+    for k, v in tps.items(): print(f"train {k:20s} {v:12,.0f} tokens/s")
+    print(f"train fastai_learner / plain_pytorch = {ratio:.2f}x  (precision {prec}, compile {a.compile}, "
+          f"fused AdamW {has_fused_adamw(dev)}; first call incl. compile: plain {warm_plain:.1f} s, ours {warm_ours:.1f} s)")
+    return {'tokens_per_s': tps, 'ours_vs_plain': round(ratio, 2), 'precision': prec, 'compile': a.compile,
+            'fused_adamw': has_fused_adamw(dev), 'first_call_s': {'plain': round(warm_plain, 1), 'ours': round(warm_ours, 1)}}
+
 def bench_valid(a, dev):
     from transformers_scratch.lm import run_generate
-    res = run_generate('tinyshakespeare', 'char', n=200, quick=not a.full)
+    res = run_generate('tinyshakespeare', 'char', n=200, quick=not a.full, n_batches=a.n_batches)
     print(f"valid {'full' if a.full else 'quick'}: {json.dumps(res)}")
     return {**res, 'config': 'full (nanoGPT shakespeare_char)' if a.full else 'quick', 'nanogpt_published_valid_loss': 1.4697}
 
@@ -103,12 +171,16 @@ def main():
     p.add_argument('--n', type=int, default=256, help='kv: new tokens')
     p.add_argument('--rounds', type=int, default=2); p.add_argument('--steps', type=int, default=5)
     p.add_argument('--threads', type=int, help='torch CPU threads (default: torch decides)')
+    p.add_argument('--compile', action=argparse.BooleanOptionalAction, default=None,
+                   help='throughput: torch.compile both training loops (default: on a GPU only)')
+    p.add_argument('--n-batches', type=int, help='valid: training batches instead of the configuration\'s (a smoke test)')
     a = p.parse_args()
     if a.threads: torch.set_num_threads(a.threads)
     what = a.what or ['kv', 'throughput', 'valid']
     bad = set(what) - {'kv', 'throughput', 'valid'}
     if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid")
     dev = default_device()
+    if a.compile is None: a.compile = dev.type == 'cuda'
     machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None,
                'cpu_count': os.cpu_count(), 'torch_threads': torch.get_num_threads(), 'torch': torch.__version__,
                'platform': platform.platform(), 'load_average': [round(l, 2) for l in os.getloadavg()]}
@@ -121,6 +193,7 @@ def main():
         if a.full: a.emb, a.heads, a.depth, a.seq_len, a.bs, a.dropout = 384, 6, 6, 256, 64, 0.2
         else: a.emb, a.heads, a.depth, a.seq_len, a.bs, a.dropout = 128, 4, 2, 64, 32, 0.     # the quick char config
         out['throughput'] = bench_throughput(a, dev)
+        out['train'] = bench_train(a, dev)
     if 'valid' in what: out['valid'] = bench_valid(a, dev)
     out['machine']['load_average_after'] = [round(l, 2) for l in os.getloadavg()]
     print(json.dumps(out))

@@ -3,3 +3,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault('TFS_DATA', str(ROOT.parent/'shared'/'data'))
 os.environ.setdefault('TFS_QUICK', '1')
 os.environ.setdefault('MPLBACKEND', 'Agg')
+
+import pytest
+
+@pytest.fixture(scope='module')
+def one_thread():
+    "Run a module's tests on one torch thread: exercise checks use tiny tensors, where a second thread only adds sync cost"
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

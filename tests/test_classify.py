@@ -67,19 +67,24 @@ def test_predict_cli(trained):
     assert pg['probabilities']['positive'] > pb['probabilities']['positive'], (pg, pb)
 
 def test_export_round_trip_identical_predictions(tmp_path):
-    "learn.export -> load_learner -> the same predictions, to the bit, on new texts"
+    "learn.export -> load_learner -> the same predictions on new texts: to the bit on one device, within 1e-3 across"
     df = synth_text_df()
     set_seed(0)
     learn = classifier_learner(text_dls(df, seq_len=24, bs=8), emb=16, heads=2, depth=1, seq_len=24)
     with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(2, 3e-2)
+    learn.to_fp32()   # compare the weights and the pipeline, not the rounding of bf16/fp16 autocast on a GPU
     texts = list(df.text[-20:]) + ['a superb film ' * 20]
     before = learn.get_preds(dl=learn.dls.test_dl(texts))[0]
     learn.export(tmp_path/'m.pkl')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        loaded = load_learner(tmp_path/'m.pkl')
+        loaded = load_learner(tmp_path/'m.pkl')   # always on the CPU
     after = loaded.get_preds(dl=loaded.dls.test_dl(texts))[0]
-    assert torch.equal(before, after)
+    if learn.dls.device.type == 'cpu': assert torch.equal(before, after)
+    else:
+        # trained on a GPU: `before` comes from GPU kernels (other reduction orders, TF32 matmuls where enabled),
+        # which differ from the CPU's in the last bits, so equality to the bit only holds within one device
+        torch.testing.assert_close(after, before, atol=1e-3, rtol=1e-3)
     assert loaded.predict(texts[0])[0] == learn.predict(texts[0])[0]
 
 @pytest.mark.parametrize('args,pattern', [

@@ -1,12 +1,24 @@
 "Lesson 02's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import math
 import torch, torch.nn.functional as F
+import pytest
 from transformers_scratch.core import TODO, assert_check
+
+pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.attention import (
     check_attention, attention, check_split_heads, split_heads, check_merge_heads, merge_heads,
     check_selfattention_forward, selfattention_forward)
 
 def stub(*args): raise TODO("write it")
+
+# Hints of the families every check shares (issue 11)
+HARD = r'hard-coded'                       # a size that worked on one fixture fails on the next
+RANGE = r'fixed range'                     # a loop over a fixed range
+SQUEEZE = r'batch dim of a batch of one is gone'
+INPLACE = r'changed its input .* in place'
+DTYPE = r"keep the inputs' dtype"
+DEVICE = r"stay on the inputs' device"
+FIRST = r'first one'                       # the first batch element used for all
 
 def sdpa(scale=None, dim=-1, after=False, softmax=True):
     "A scaled dot-product attention with one typical mistake; `scale(q, k, v)` gives the divisor"
@@ -16,6 +28,35 @@ def sdpa(scale=None, dim=-1, after=False, softmax=True):
         if not softmax: return raw / d @ v
         return (F.softmax(raw, dim) / d if after else F.softmax(raw / d, dim)) @ v
     return f
+
+def att_bmm(q, k, v):                 # 3-D only
+    return torch.bmm(F.softmax(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.size(-1)), -1), v)
+def att_unpack4(q, k, v):             # 4-D only
+    b, h, t, s = q.size()
+    return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(s), -1) @ v
+def att_squeeze(q, k, v): return sdpa()(q, k, v).squeeze()
+def att_float(q, k, v): return sdpa()(q.float(), k.float(), v.float())
+def att_out_float(q, k, v): return sdpa()(q, k, v).float()
+def att_softmax_f32(q, k, v): return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1, dtype=torch.float32) @ v
+def att_scale_q_inplace(q, k, v):
+    q /= math.sqrt(q.size(-1))
+    return F.softmax(q @ k.transpose(-2, -1), -1) @ v
+def att_div_inplace(q, k, v):         # scales k in place "to save memory"
+    k.div_(math.sqrt(k.size(-1)))
+    return F.softmax(q @ k.transpose(-2, -1), -1) @ v
+def att_first(q, k, v): return sdpa()(q[:1], k[:1], v[:1]).expand(*q.shape[:-1], v.size(-1))
+def att_buffer_cpu(q, k, v):
+    out = torch.zeros(*q.shape[:-1], v.size(-1), dtype=q.dtype)
+    out[...] = sdpa()(q, k, v)
+    return out
+def att_mask_cpu(q, k, v):            # a mask made ready "for later", on the CPU
+    keep = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool)
+    w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~keep, float('-inf'))
+    return F.softmax(w, -1) @ v
+def att_qq(q, k, v): return F.softmax(q @ q.transpose(-2, -1) / math.sqrt(q.size(-1)), -1) @ v
+def att_vk(q, k, v): return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1) @ k
+def att_heads_loop(q, k, v):          # one head at a time, for a fixed number of heads
+    return torch.stack([sdpa()(q[:, r], k[:, r], v[:, r]) for r in range(2)], 1)
 
 def test_attention():
     assert_check(check_attention, attention, [
@@ -35,8 +76,39 @@ def test_attention():
         (lambda q, k, v: F.softmax(q @ k.transpose(2, 3) / math.sqrt(q.size(-1)), -1) @ v, r'not on \(b, t, s\)'),
         (lambda q, k, v: F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(3)), -1) @ v, r'not on \(b, t, s\)'),
         (lambda q, k, v: sdpa()(q, k, v) + 0.01, 'values are wrong'),
+        # issue 11's families
+        (sdpa(lambda q, k, v: math.sqrt(8)), r'constant √8'), (sdpa(lambda q, k, v: 8.), r'constant √64'),
+        (att_bmm, r'3-D tensors only'), (att_unpack4, r'not on \(b, t, s\)'), (att_squeeze, SQUEEZE),
+        (att_float, DTYPE), (att_out_float, DTYPE), (att_softmax_f32, r'raised RuntimeError.*dtype'),
+        (att_scale_q_inplace, INPLACE), (att_div_inplace, INPLACE), (att_first, FIRST),
+        (att_buffer_cpu, DEVICE), (att_mask_cpu, DEVICE), (att_qq, 'raised RuntimeError'), (att_vk, r'not by k'),
+        (att_heads_loop, HARD),
     ])
     assert_check(check_attention, lambda q, k, v: F.scaled_dot_product_attention(q, k, v))
+    assert_check(check_attention, lambda q, k, v: torch.einsum('...ij,...jv->...iv', F.softmax(
+        torch.einsum('...is,...js->...ij', q, k) / q.size(-1) ** 0.5, -1), v))
+
+def split_s4(x, h): b, t, e = x.size(); return x.view(b, t, h, 4).transpose(1, 2)
+def split_e12(x, h): b, t, e = x.size(); return x.view(b, t, h, 12 // h).transpose(1, 2)
+def split_squeeze(x, h): b, t, e = x.size(); return x.view(b, t, h, e // h).transpose(1, 2).squeeze()
+def split_first(x, h): b, t, e = x.size(); return x[:1].view(1, t, h, e // h).transpose(1, 2).expand(b, -1, -1, -1)
+def split_buffer(x, h):
+    b, t, e = x.size(); s = e // h
+    out = torch.zeros(b, h, t, s)
+    for r in range(h): out[:, r] = x[:, :, r * s:(r + 1) * s]
+    return out
+def split_buffer_cpu(x, h):
+    b, t, e = x.size(); s = e // h
+    out = torch.empty(b, h, t, s, dtype=x.dtype)
+    for r in range(h): out[:, r] = x[:, :, r * s:(r + 1) * s]
+    return out
+def split_resize(x, h):               # reshapes the caller's tensor in place
+    b, t, e = x.size()
+    return x.resize_(b, t, h, e // h).transpose(1, 2)
+def split_loop3(x, h):                # a loop over a fixed number of heads
+    b, t, e = x.size(); s = e // h
+    return torch.stack([x[:, :, r * s:(r + 1) * s] for r in range(3)], 1)
+def split_h8(x, h=8): b, t, e = x.size(); return x.view(b, t, 3, e // 3).transpose(1, 2) if e % 3 == 0 else x.view(b, t, 8, -1)
 
 def test_split_heads():
     def view_no_transpose(x, h): b, t, e = x.size(); return x.view(b, h, t, e // h)
@@ -55,9 +127,32 @@ def test_split_heads():
         (folded, r'\(b·h, t, s\)'), (folded_view, r'\(b·h, t, s\)'),
         (no_transpose, r'got \(b, t, h, s\)'),
         (s_before_t, r'got \(b, h, s, t\)'),
-        (three_heads, r'split_heads\(x, 4\)'),
+        (three_heads, r'split_heads\(x, 5\).*made 3 heads.*hard-coded'),
+        (split_s4, HARD), (split_e12, HARD), (split_squeeze, SQUEEZE), (split_first, FIRST),
+        (split_buffer, DTYPE), (split_buffer_cpu, DEVICE), (split_resize, INPLACE), (split_loop3, r'split_heads\(x, 5\)'),
+        (split_h8, HARD),
     ])
     assert_check(check_split_heads, lambda x, h: torch.stack(x.chunk(h, -1), 1))
+    assert_check(check_split_heads, lambda x, h: x.unflatten(-1, (h, -1)).transpose(1, 2))
+
+def merge_12(x): b, h, t, s = x.size(); return x.transpose(1, 2).reshape(b, t, 12)
+def merge_squeeze(x): return merge_heads(x).squeeze()
+def merge_first(x): return merge_heads(x[:1]).expand(x.size(0), -1, -1)
+def merge_buffer(x):
+    b, h, t, s = x.size()
+    out = torch.zeros(b, t, h * s)
+    for r in range(h): out[:, :, r * s:(r + 1) * s] = x[:, r]
+    return out
+def merge_buffer_cpu(x):
+    b, h, t, s = x.size()
+    out = torch.zeros(b, t, h * s, dtype=x.dtype)
+    for r in range(h): out[:, :, r * s:(r + 1) * s] = x[:, r]
+    return out
+def merge_loop3(x): return torch.cat([x[:, r] for r in range(3)], -1)
+def merge_transpose_(x):              # transposes the caller's tensor in place
+    b, h, t, s = x.size()
+    return x.transpose_(1, 2).reshape(b, t, h * s)
+def merge_float(x): return merge_heads(x).float()
 
 def test_merge_heads():
     def no_transpose(x): b, h, t, s = x.size(); return x.reshape(b, t, h * s)
@@ -71,9 +166,13 @@ def test_merge_heads():
         (view_after_transpose, r'not contiguous.*reshape'),
         (interleaved, r'interleaved'),
         (unflattened, r'flatten the last two dims'),
-        (lambda x: x.flatten(1, 3), r'shape \(2, 5, 12\)'),
+        (lambda x: x.flatten(1, 3), r'shape \(1, 5, 12\)'),
         (lambda x: merge_heads(x).flip(1), 'values are wrong'),
+        # issue 11's families
+        (merge_12, HARD), (merge_squeeze, SQUEEZE), (merge_first, FIRST), (merge_buffer, DTYPE),
+        (merge_buffer_cpu, DEVICE), (merge_loop3, RANGE), (merge_transpose_, INPLACE), (merge_float, DTYPE),
     ])
+    assert_check(check_merge_heads, lambda x: x.transpose(1, 2).flatten(2))
     assert_check(check_merge_heads, contiguous_view)
     assert_check(check_merge_heads, lambda x: torch.cat(x.unbind(1), -1))
 
@@ -94,6 +193,29 @@ def forward(split='ok', merge='ok', unify=True, heads=None, scale='s', swap=Fals
         return sa.unifyheads(out) if unify else out
     return f
 
+def fixed(heads=None, s=None, scale=None, squeeze=False, first=False, x_float=False, buffer=None, inplace=False,
+          loop=None, out_float=False):
+    "The forward of `SelfAttention` with a size hard-coded or another of issue 11's mistakes"
+    def f(sa, x):
+        if first: return fixed()(sa, x[:1]).expand_as(x)
+        if x_float: x = x.float()
+        b, t, e = x.size()
+        h = heads or sa.heads
+        hs = s or sa.tokeys.out_features // h
+        q, k, v = (f(x).view(b, t, h, hs).transpose(1, 2) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+        out = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(scale or hs), -1) @ v          # (b, h, t, s)
+        if buffer or loop:
+            m = torch.zeros(b, t, h * hs, dtype=torch.float32 if buffer == 'float32' else x.dtype)
+            for r in range(loop or h): m[:, :, r * hs:(r + 1) * hs] = out[:, r]
+        else: m = out.transpose(1, 2).reshape(b, t, h * hs)
+        y = sa.unifyheads(m)
+        if inplace:                   # adds the residual into the caller's tensor
+            x += y
+            return y
+        if out_float: y = y.float()
+        return y.squeeze() if squeeze else y
+    return f
+
 def test_selfattention_forward():
     assert_check(check_selfattention_forward, selfattention_forward, [
         (stub, 'not solved'),
@@ -107,6 +229,11 @@ def test_selfattention_forward():
         (forward(dim=-2), 'over the queries'),
         (forward(wide_ok=False), 'wide'),
         (lambda sa, x: sa.unifyheads(x), 'values are wrong'),
+        # issue 11's families
+        (fixed(heads=3), r'used 3 heads.*sa\.heads \(5\)'), (fixed(s=4), HARD), (fixed(scale=4), r'constant √4'),
+        (fixed(squeeze=True), SQUEEZE), (fixed(first=True), FIRST), (fixed(x_float=True), r'raised RuntimeError.*dtype'),
+        (fixed(buffer='float32'), r'dtype'), (fixed(buffer='cpu'), DEVICE), (fixed(inplace=True), INPLACE),
+        (fixed(loop=3), 'values are wrong'), (fixed(out_float=True), DTYPE),
     ])
     assert_check(check_selfattention_forward, lambda sa, x: sa(x))        # the module itself passes too
     assert_check(check_selfattention_forward, forward())

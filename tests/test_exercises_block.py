@@ -1,10 +1,12 @@
 "Each check in lesson 05 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
-import torch, torch.nn as nn, torch.nn.functional as F
+import pytest, torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.block import *
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
+
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # --- layer_norm ----------------------------------------------------------------------------------------------------
@@ -59,28 +61,28 @@ def test_check_feedforward():
 
 # --- post-norm block -----------------------------------------------------------------------------------------------
 def post_no_residual(blk, x, pad_mask=None):
-    h = blk.norm1(blk.attention(x, pad_mask))
+    h = blk.norm1(blk.do(blk.attention(x, pad_mask)))
     return blk.norm2(blk.ff(h))
 def post_no_ff_residual(blk, x, pad_mask=None):
-    h = blk.norm1(x + blk.attention(x, pad_mask))
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
     return blk.norm2(blk.ff(h))
 def post_as_pre(blk, x, pad_mask=None):                      # norm before the sublayer
-    h = x + blk.attention(blk.norm1(x), pad_mask)
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
     return h + blk.ff(blk.norm2(h))
 def post_norm_branch(blk, x, pad_mask=None):                 # norm on the sublayer output only
-    h = x + blk.norm1(blk.attention(x, pad_mask))
+    h = x + blk.norm1(blk.do(blk.attention(x, pad_mask)))
     return h + blk.norm2(blk.ff(h))
 def post_swapped(blk, x, pad_mask=None):
-    h = blk.norm2(x + blk.attention(x, pad_mask))
+    h = blk.norm2(x + blk.do(blk.attention(x, pad_mask)))
     return blk.norm1(h + blk.ff(h))
 def post_ff_on_x(blk, x, pad_mask=None):
-    h = blk.norm1(x + blk.attention(x, pad_mask))
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
     return blk.norm2(h + blk.ff(x))
 def post_no_pad(blk, x, pad_mask=None):
-    h = blk.norm1(x + blk.attention(x))
+    h = blk.norm1(x + blk.do(blk.attention(x)))
     return blk.norm2(h + blk.ff(h))
 def post_one_norm(blk, x, pad_mask=None):
-    h = x + blk.attention(x, pad_mask)
+    h = x + blk.do(blk.attention(x, pad_mask))
     return blk.norm2(h + blk.ff(h))
 
 def test_check_postnorm_block():
@@ -93,21 +95,21 @@ def test_check_postnorm_block():
 # --- pre-norm block ------------------------------------------------------------------------------------------------
 def pre_as_post(blk, x, pad_mask=None): return postnorm_block(blk, x, pad_mask)
 def pre_no_residual(blk, x, pad_mask=None):
-    return blk.ff(blk.norm2(blk.attention(blk.norm1(x), pad_mask)))
+    return blk.ff(blk.norm2(blk.do(blk.attention(blk.norm1(x), pad_mask))))
 def pre_no_ff_residual(blk, x, pad_mask=None):
-    h = x + blk.attention(blk.norm1(x), pad_mask)
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
     return blk.ff(blk.norm2(h))
 def pre_normed_residual(blk, x, pad_mask=None):              # x = norm(x); x = x + f(x)
-    x = blk.norm1(x); x = x + blk.attention(x, pad_mask)
+    x = blk.norm1(x); x = x + blk.do(blk.attention(x, pad_mask))
     x = blk.norm2(x); return x + blk.ff(x)
 def pre_swapped(blk, x, pad_mask=None):
-    h = x + blk.attention(blk.norm2(x), pad_mask)
+    h = x + blk.do(blk.attention(blk.norm2(x), pad_mask))
     return h + blk.ff(blk.norm1(h))
 def pre_final_norm(blk, x, pad_mask=None):
     return blk.norm2(prenorm_block(blk, x, pad_mask))
 def pre_no_pad(blk, x, pad_mask=None): return prenorm_block(blk, x)
 def pre_ff_on_x(blk, x, pad_mask=None):
-    h = x + blk.attention(blk.norm1(x), pad_mask)
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
     return h + blk.ff(blk.norm2(x))
 
 def test_check_prenorm_block():
@@ -133,3 +135,143 @@ def test_block_forward_is_the_exercise_functions():
 def test_block_params_formula():
     for emb, heads, mult, wide in ((8, 2, 4, False), (30, 5, 3, False), (8, 4, 4, True)):
         assert sum(p.numel() for p in TransformerBlock(emb, heads, mult, wide=wide).parameters()) == block_params(emb, heads, mult, wide)
+
+
+# --- new wrong answers (issue 11): ignored arguments, hard-coded sizes, dropout, in place, dtype, batch of one --------
+def ln_eps_fixed(x, w, b, eps=1e-5): return _ln(x, w, b, 1e-5)                   # ignores eps
+def ln_default_1e6(x, w, b, eps=1e-6): return _ln(x, w, b, eps)                  # another default
+def ln_e8(x, w, b, eps=1e-5):                                                    # e = 8 hard-coded
+    mu = x.mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(((x - mu) ** 2).sum(-1, keepdim=True) / 8 + eps) * w + b
+def ln_dim2(x, w, b, eps=1e-5): return _ln(x, w, b, eps, dim=2 if x.dim() > 2 else -1)   # right for 3-D only
+def ln_unpack(x, w, b, eps=1e-5):
+    bs, t, e = x.shape                                                           # 3-D only
+    return _ln(x, w, b, eps)
+def ln_inplace(x, w, b, eps=1e-5):
+    x -= x.mean(-1, keepdim=True)
+    return x / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps) * w + b
+def ln_float(x, w, b, eps=1e-5): return _ln(x.float(), w.float(), b.float(), eps)
+def ln_squeeze(x, w, b, eps=1e-5): return _ln(x, w, b, eps).squeeze()
+
+def ln_swapped(x, w, b, eps=1e-5): return _ln(x, b, w, eps)
+
+def test_check_layer_norm_issue11():
+    assert_check(check_layer_norm, layer_norm, [
+        (ln_eps_fixed, 'eps you are given'), (ln_default_1e6, 'default eps is 1e-5.*you used 1e-06'), (ln_e8, 'hard-coded'), (ln_dim2, 'dim 2'),
+        (ln_unpack, 'leading dims'), (ln_inplace, 'in place'), (ln_float, 'dtype torch.float64'), (ln_squeeze, 'squeeze'),
+        (ln_swapped, 'swapped')])
+
+
+def _mlp(emb, hid, *drops):
+    "Linear -> ReLU -> Linear with dropouts `drops = (where, module)` inserted at positions 0 (input), 2 (hidden), 4 (end)"
+    layers = [nn.Linear(emb, hid), nn.ReLU(), nn.Linear(hid, emb)]
+    for where, m in sorted(drops, key=lambda d: -d[0]): layers.insert(where if where < 4 else 3, m)
+    return nn.Sequential(*layers)
+def ff_drop_hidden(emb, mult=4, dropout=0.): return _mlp(emb, mult * emb, (2, nn.Dropout(dropout)))
+def ff_drop_input(emb, mult=4, dropout=0.):  return _mlp(emb, mult * emb, (0, nn.Dropout(dropout)))
+def ff_drop_twice(emb, mult=4, dropout=0.):  return _mlp(emb, mult * emb, (2, nn.Dropout(dropout)), (4, nn.Dropout(dropout)))
+def ff_keep_prob(emb, mult=4, dropout=0.):   return _mlp(emb, mult * emb, (4, nn.Dropout(1 - dropout)))
+def ff_fixed_p(emb, mult=4, dropout=0.):     return _mlp(emb, mult * emb, (4, nn.Dropout(0.1)))
+def ff_bare_dropout(emb, mult=4, dropout=0.): return _mlp(emb, mult * emb, (4, nn.Dropout()))       # p = 0.5 whatever dropout is
+def ff_half_p(emb, mult=4, dropout=0.):      return _mlp(emb, mult * emb, (4, nn.Dropout(dropout / 2)))
+def ff_keep_prob_nonzero(emb, mult=4, dropout=0.):
+    return _mlp(emb, mult * emb, (4, nn.Dropout(1 - dropout if dropout else 0.)))
+class _NoScale(nn.Module):                                    # zeroes with probability p but forgets 1/(1-p)
+    def __init__(self, p): super().__init__(); self.p = p
+    def forward(self, x): return x * (torch.rand_like(x) >= self.p) if self.training else x
+def ff_no_scale(emb, mult=4, dropout=0.):    return _mlp(emb, mult * emb, (4, _NoScale(dropout)))
+def ff_no_bias(emb, mult=4, dropout=0.):
+    return nn.Sequential(nn.Linear(emb, mult * emb, bias=False), nn.ReLU(), nn.Linear(mult * emb, emb, bias=False), nn.Dropout(dropout))
+def ff_emb_8(emb, mult=4, dropout=0.): return _mlp(8, mult * 8, (4, nn.Dropout(dropout)))
+class _Float(nn.Sequential):
+    def forward(self, x): return super().forward(x).float()
+def ff_float32(emb, mult=4, dropout=0.): return _Float(nn.Linear(emb, mult * emb), nn.ReLU(), nn.Linear(mult * emb, emb), nn.Dropout(dropout))
+class _Inplace(nn.Sequential):
+    def forward(self, x): x.clamp_(-1, 1); return super().forward(x)     # "keep the inputs small"
+def ff_inplace(emb, mult=4, dropout=0.): return _Inplace(nn.Linear(emb, mult * emb), nn.ReLU(), nn.Linear(mult * emb, emb), nn.Dropout(dropout))
+
+class _TokenDrop(nn.Module):                                 # one mask per token, shared by its features
+    def __init__(self, p): super().__init__(); self.p = p
+    def forward(self, x): return x * (torch.rand(x.shape[:-1] + (1,)) >= self.p) / (1 - self.p) if self.training else x
+def ff_token_dropout(emb, mult=4, dropout=0.): return _mlp(emb, mult * emb, (4, _TokenDrop(dropout)))
+
+def test_check_feedforward_issue11():
+    assert_check(check_feedforward, feedforward, [
+        (ff_drop_hidden, 'sits at the end'), (ff_drop_input, 'sits at the end'), (ff_drop_twice, 'sits at the end'),
+        (ff_keep_prob, r'dropout=0 \(the default\)'), (ff_fixed_p, r'dropout=0 \(the default\)'), (ff_bare_dropout, r'dropout=0 \(the default\)'),
+        (ff_half_p, 'a fraction 0.2'), (ff_keep_prob_nonzero, 'keep probability'), (ff_no_scale, 'not scaled'),
+        (ff_no_bias, 'biases'), (ff_emb_8, 'emb=7'), (ff_float32, 'float64'), (ff_inplace, 'in place'), (ff_token_dropout, 'whole tokens')])
+
+
+def post_no_do(blk, x, pad_mask=None):
+    h = blk.norm1(x + blk.attention(x, pad_mask))
+    return blk.norm2(h + blk.ff(h))
+def post_do_on_ff(blk, x, pad_mask=None):                    # do on both sublayers
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
+    return blk.norm2(h + blk.do(blk.ff(h)))
+def post_do_ff_only(blk, x, pad_mask=None):
+    h = blk.norm1(x + blk.attention(x, pad_mask))
+    return blk.norm2(h + blk.do(blk.ff(h)))
+def post_do_after_norm(blk, x, pad_mask=None):
+    h = blk.do(blk.norm1(x + blk.attention(x, pad_mask)))
+    return blk.norm2(h + blk.ff(h))
+def post_inplace(blk, x, pad_mask=None):
+    x += blk.do(blk.attention(x, pad_mask))
+    h = blk.norm1(x)
+    return blk.norm2(h + blk.ff(h))
+def post_squeeze(blk, x, pad_mask=None): return postnorm_block(blk, x, pad_mask).squeeze()
+def post_float(blk, x, pad_mask=None): return postnorm_block(blk, x, pad_mask).float()
+def post_view16(blk, x, pad_mask=None):                      # emb = 16 hard-coded
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
+    return blk.norm2(h + blk.ff(h.reshape(-1, 16)).view(h.shape))
+def post_range2(blk, x, pad_mask=None):                      # a loop over a batch of 2
+    return torch.stack([postnorm_block(blk, x[i:i + 1], None if pad_mask is None else pad_mask[i:i + 1])[0] for i in range(2)])
+
+def post_norm1_twice(blk, x, pad_mask=None):
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
+    return blk.norm1(h + blk.ff(h))
+def post_second_residual_x(blk, x, pad_mask=None):
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
+    return blk.norm2(x + blk.ff(h))
+
+def test_check_postnorm_block_issue11():
+    assert_check(check_postnorm_block, postnorm_block, [
+        (post_no_do, 'apply blk.do'), (post_do_on_ff, 'own dropout'), (post_do_ff_only, 'own dropout'),
+        (post_do_after_norm, 'not after the norm'), (post_inplace, 'in place'), (post_squeeze, 'squeeze'),
+        (post_float, 'dtype torch.float64'), (post_view16, 'raised'), (post_range2, 'shape|raised'),
+        (post_norm1_twice, 'its own norm'), (post_second_residual_x, 'second residual adds h')])
+
+
+def pre_no_do(blk, x, pad_mask=None):
+    h = x + blk.attention(blk.norm1(x), pad_mask)
+    return h + blk.ff(blk.norm2(h))
+def pre_do_on_sum(blk, x, pad_mask=None):
+    h = blk.do(x + blk.attention(blk.norm1(x), pad_mask))
+    return h + blk.ff(blk.norm2(h))
+def pre_do_on_input(blk, x, pad_mask=None):
+    h = x + blk.attention(blk.do(blk.norm1(x)), pad_mask)
+    return h + blk.ff(blk.norm2(h))
+def pre_do_on_ff(blk, x, pad_mask=None):
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
+    return h + blk.do(blk.ff(blk.norm2(h)))
+def pre_inplace(blk, x, pad_mask=None):
+    x += blk.do(blk.attention(blk.norm1(x), pad_mask))
+    return x + blk.ff(blk.norm2(x))
+def pre_squeeze(blk, x, pad_mask=None): return prenorm_block(blk, x, pad_mask).squeeze(0)
+def pre_float(blk, x, pad_mask=None): return prenorm_block(blk, x.float(), pad_mask) if x.dtype == torch.float32 else prenorm_block(blk, x, pad_mask).to(torch.float32)
+def pre_unpack(blk, x, pad_mask=None):                       # builds the batch with a fixed number of tokens
+    b, t, e = x.shape
+    return prenorm_block(blk, x.reshape(b * 5, -1, e).reshape(b, t, e), pad_mask) if t == 5 else x.new_zeros(b, 5, e)
+
+def pre_norm1_twice(blk, x, pad_mask=None):
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
+    return h + blk.ff(blk.norm1(h))
+def pre_second_residual_x(blk, x, pad_mask=None):
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
+    return x + blk.ff(blk.norm2(h))
+
+def test_check_prenorm_block_issue11():
+    assert_check(check_prenorm_block, prenorm_block, [
+        (pre_no_do, 'apply blk.do'), (pre_do_on_sum, 'not on the sum'), (pre_do_on_input, 'not on its input'),
+        (pre_do_on_ff, 'own dropout'), (pre_inplace, 'in place'), (pre_squeeze, 'squeeze'), (pre_float, 'dtype torch.float64'),
+        (pre_unpack, 'shape'), (pre_norm1_twice, 'its own norm'), (pre_second_residual_x, 'second residual adds h')])

@@ -1,10 +1,12 @@
 "Lesson 20's checks accept the solutions and reject the stub and each typical mistake with its own hint."
-import torch, torch.nn.functional as F
+import pytest, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.generate import check_sample, sample, check_top_k, top_k_filter, check_top_p, top_p_filter
 
 def stub(*args): raise TODO("write it")
 NEG = float('-inf')
+
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 def s_times(z, T): return torch.multinomial(F.softmax(z * T, -1), 1).squeeze(-1)
 def s_logits(z, T): return torch.multinomial(z / T, 1).squeeze(-1)              # raises on negative logits
@@ -21,8 +23,8 @@ def test_sample():
         (stub, 'not solved'), (s_times, 'multiplied the logits by the temperature'),
         (s_logits, 'sampled from the logits'), (s_logits_pos, 'sampled from the logits'),
         (s_no_T, 'temperature has no effect'), (s_dim0, r'dim=-1'), (s_argmax, 'most likely token'),
-        (s_b1, r'\(b, 1\)'), (s_float, 'integers'), (s_log_softmax, 'do not follow')])
-    assert_check(check_sample, lambda z, T: torch.distributions.Categorical(logits=z / T).sample())  # any right way passes
+        (s_b1, r'\(b, 1\)'), (s_float, 'integers'), (s_log_softmax, 'do not follow|applied twice')])
+    assert_check(check_sample, lambda z, T=1.0: torch.distributions.Categorical(logits=z / T).sample())  # any right way passes
 
 def k_smallest(z, k): return z.masked_fill(z > torch.topk(z, k, largest=False).values[..., -1:], NEG)
 def k_plus_one(z, k): return z.masked_fill(z < torch.topk(z, min(k + 1, z.size(-1))).values[..., -1:], NEG)
@@ -38,7 +40,7 @@ def k_finfo(z, k): return z.masked_fill(z < torch.topk(z, min(k, z.size(-1))).va
 def test_top_k():
     assert_check(check_top_k, top_k_filter, [
         (stub, 'not solved'), (k_smallest, 'k smallest'), (k_plus_one, 'off by one'), (k_minus_one, 'off by one'),
-        (k_zero, 'are 0'), (k_global, 'per row'), (k_changed, 'kept logits changed'), (lambda z, k: F.softmax(top_k_filter(z, k), -1), 'returned probabilities'), (k_no_clamp, 'raised RuntimeError')])
+        (k_zero, 'are 0'), (k_global, 'of each row'), (k_changed, 'kept logits changed'), (lambda z, k: F.softmax(top_k_filter(z, k), -1), 'returned probabilities'), (k_no_clamp, r'min\(k, v\)')])
     assert_check(check_top_k, k_finfo)          # the most negative finite float is as good as -inf
 
 def _sorted_parts(z):
@@ -72,3 +74,95 @@ def test_top_p():
         (stub, 'not solved'), (p_crossing, 'off by one'), (p_unsorted_mask, 'sorted order'),
         (p_ascending, 'least probable'), (p_zero, 'are 0'), (p_logit_cumsum, 'wrong tokens were kept'),
         (p_probs_out, 'returned probabilities')])
+
+
+# --- new wrong answers (issue 11): one row for all, shared randomness, in place, dtype, sizes, batch of one, 3-D ------
+def _p(z, T): return F.softmax(z / T, -1)
+def s_row0(z, T=1.0): return torch.multinomial(_p(z[0], T), z.size(0), replacement=True)       # row 0 for every row
+def s_inplace(z, T=1.0):
+    z /= T                                                   # divides the caller's logits
+    return torch.multinomial(F.softmax(z, -1), 1).squeeze(-1)
+def s_shared_u(z, T=1.0):                                    # inverse CDF with one uniform number for the whole batch
+    u = torch.rand(())
+    return (_p(z, T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
+def s_int32(z, T=1.0): return torch.multinomial(_p(z, T), 1).squeeze(-1).int()
+def s_squeeze(z, T=1.0): return torch.multinomial(_p(z, T), 1).squeeze()
+def s_twice(z, T=1.0): return torch.multinomial(_p(z / T, T), 1).squeeze(-1)
+def s_sorted(z, T=1.0): return torch.multinomial(_p(z, T).sort(-1, descending=True).values, 1).squeeze(-1)
+def s_vocab_5(z, T=1.0): return torch.multinomial(_p(z[:, :5], T), 1).squeeze(-1)
+def s_range2(z, T=1.0): return torch.stack([torch.multinomial(_p(z[i], T), 1) for i in range(2)]).squeeze(-1)
+def s_default_07(z, T=0.7): return torch.multinomial(_p(z, T), 1).squeeze(-1)
+def s_gumbel(z, T=1.0): return (z / T - torch.log(-torch.log(torch.rand_like(z, dtype=torch.float32)))).argmax(-1)   # right
+def s_inverse_cdf(z, T=1.0):                                 # right: one uniform number per row
+    u = torch.rand(z.shape[:-1] + (1,))
+    return (_p(z.float(), T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
+
+def test_sample_issue11():
+    assert_check(check_sample, sample, [
+        (s_row0, "first row's distribution"), (s_inplace, 'in place'), (s_shared_u, 'independently'), (s_int32, 'LongTensor'),
+        (s_squeeze, 'squeeze'), (s_twice, 'applied twice'), (s_sorted, 'sorted order'), (s_vocab_5, 'hard-coded'),
+        (s_range2, 'shape'), (s_default_07, 'default temperature')])
+    assert_check(check_sample, s_gumbel)
+    assert_check(check_sample, s_inverse_cdf)
+
+
+def _kth(z, k): return torch.topk(z, min(k, z.size(-1))).values[..., -1:]
+def k_inplace(z, k): return z.masked_fill_(z < _kth(z, k), NEG)
+def k_index_assign(z, k):
+    z[z < _kth(z, k)] = NEG
+    return z
+def k_fixed_3(z, k): return z.masked_fill(z < _kth(z, 3), NEG)                               # ignores k
+def k_2d_only(z, k): return z.masked_fill(z < torch.topk(z, min(k, z.size(-1))).values[:, -1:], NEG)
+def k_vocab_10(z, k): return z.masked_fill(z < torch.topk(z, min(k, 10)).values[..., -1:], NEG)
+def k_float32_out(z, k):
+    out = torch.full(z.shape, NEG)                           # float32 whatever the logits
+    keep = z >= _kth(z, k)
+    out[keep] = z[keep].float()
+    return out
+def k_minus_1e9(z, k): return z.masked_fill(z < _kth(z, k), -1e9)
+def k_finfo32(z, k): return z.masked_fill(z < _kth(z, k), torch.finfo(torch.float32).min)    # overflows in bfloat16
+def k_squeeze(z, k): return top_k_filter(z, k).squeeze()
+def k_sort_kth(z, k):                                        # the (k+1)-th largest as the threshold: breaks when k >= v
+    return z.masked_fill(z <= z.sort(-1, descending=True).values[..., k:k + 1], NEG)
+
+def k_dim0(z, k): return z.masked_fill(z < torch.topk(z, min(k, z.size(0)), dim=0).values[-1:], NEG)   # down the batch
+def k_mask_times_inf(z, k): return z + (z < _kth(z, k)) * NEG                              # 0 * -inf is NaN
+
+def test_top_k_issue11():
+    assert_check(check_top_k, top_k_filter, [
+        (k_inplace, 'in place'), (k_index_assign, 'in place'), (k_fixed_3, 'hard-coded'), (k_2d_only, '3-D'),
+        (k_vocab_10, 'hard-coded'), (k_float32_out, 'dtype'), (k_minus_1e9, 'not a finite'), (k_finfo32, 'bfloat16'),
+        (k_squeeze, 'squeeze'), (k_sort_kth, r'min\(k, v\)'), (k_dim0, 'down the batch'),
+        (k_mask_times_inf, 'NaN')])
+
+
+def _nucleus(z, p, dim=-1, fill=NEG):
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    drop = pr.cumsum(-1) - pr >= p
+    return torch.zeros_like(drop).scatter(dim, idx, drop)
+def p_inplace(z, p): return z.masked_fill_(_nucleus(z, p), NEG)
+def p_fixed_09(z, p): return z.masked_fill(_nucleus(z, 0.9), NEG)                       # ignores p
+def p_scatter_dim1(z, p): return z.masked_fill(_nucleus(z, p, dim=1), NEG)              # right for 2-D only
+def p_float32_out(z, p): return z.float().masked_fill(_nucleus(z.float(), p), NEG)
+def p_finfo32(z, p): return z.masked_fill(_nucleus(z, p), torch.finfo(torch.float32).min)
+def p_squeeze(z, p): return top_p_filter(z, p).squeeze()
+def p_fixed_shape(z, p):                                     # a mask of 3 rows of 5
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    return z.masked_fill(torch.zeros(3, 5, dtype=torch.bool).scatter(-1, idx, pr.cumsum(-1) - pr >= p), NEG)
+def p_ge(z, p):                                              # drops the token that reaches p exactly: the crossing one
+    srt, idx = z.sort(-1, descending=True)
+    drop = F.softmax(srt, -1).cumsum(-1) >= p
+    return z.masked_fill(torch.zeros_like(drop).scatter(-1, idx, drop), NEG)
+def p_dim0(z, p):                                            # softmax over the batch
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, 0)
+    drop = pr.cumsum(-1) - pr >= p
+    return z.masked_fill(torch.zeros_like(drop).scatter(-1, idx, drop), NEG)
+
+def test_top_p_issue11():
+    assert_check(check_top_p, top_p_filter, [
+        (p_inplace, 'in place'), (p_fixed_09, 'p=0.9'), (p_scatter_dim1, '3-D'), (p_float32_out, 'dtype'),
+        (p_finfo32, 'bfloat16'), (p_squeeze, 'squeeze'), (p_fixed_shape, 'batch of one|raised'), (p_ge, 'off by one'),
+        (p_dim0, 'wrong tokens')])

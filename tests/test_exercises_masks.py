@@ -1,10 +1,22 @@
 "Each check in lesson 03 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
+import numpy as np
 import torch, torch.nn.functional as F
+import pytest
 from transformers_scratch.core import TODO, assert_check
+
+pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.masks import *
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
+
+# Hints of the families every check shares (issue 11)
+HARD = r'hard-coded'                       # a size that worked on one fixture fails on the next
+SQUEEZE = r'batch dim of a batch of one is gone'
+INPLACE = r'changed its input .* in place'
+DTYPE = r"keep the inputs' dtype"
+DEVICE = r"stay on the inputs' device"
+FIRST = r'first one'                       # the first batch element used for all
 
 
 # --- causal_mask ---------------------------------------------------------------------------------------------------
@@ -15,10 +27,27 @@ def cm_float(t, device=None):     return torch.ones(t, t, device=device).tril()
 def cm_no_device(t, device=None): return torch.ones(t, t, dtype=torch.bool).tril()
 def cm_full(t, device=None):      return torch.ones(t, t, dtype=torch.bool, device=device)
 
+def cm_four(t, device=None):      return torch.ones(4, 4, dtype=torch.bool, device=device).tril()
+def cm_uint8(t, device=None):     return torch.ones(t, t, device=device).tril().byte()
+def cm_next(t, device=None):      return torch.ones(t, t, dtype=torch.bool, device=device).tril(1)
+def cm_batched(t, device=None):   return torch.ones(1, t, t, dtype=torch.bool, device=device).tril()
+def cm_arange_gt(t, device=None): r = torch.arange(t, device=device); return r[:, None] > r          # j < i
+def cm_arange_cpu(t, device=None): r = torch.arange(t); return r[None, :] <= r[:, None]              # ignores device
+def cm_numpy(t, device=None):     return torch.from_numpy(np.tril(np.ones((t, t), dtype=bool)))
+def cm_loop(t, device=None):      return torch.tensor([[j <= i for j in range(t)] for i in range(t)])  # CPU only
+def cm_t_plus_1(t, device=None):  return torch.ones(t + 1, t + 1, dtype=torch.bool, device=device).tril()[1:, :-1]
+def cm_str_device(t, device=None):                    # only honours a device given as a string
+    return torch.ones(t, t, dtype=torch.bool, device=device if isinstance(device, str) else None).tril()
+
 def test_check_causal_mask():
     assert_check(check_causal_mask, causal_mask, [
         (stub, 'not solved'), (cm_upper, 'upper triangle'), (cm_no_diag, 'diagonal is missing'),
-        (cm_inverted, 'inverted'), (cm_float, 'bool'), (cm_no_device, 'device'), (cm_full, 'lower triangle')])
+        (cm_inverted, 'inverted'), (cm_float, 'bool'), (cm_no_device, 'device'), (cm_full, 'lower triangle'),
+        # issue 11's families
+        (cm_four, HARD), (cm_uint8, 'bool'), (cm_next, 'off by one'), (cm_batched, r'shape \(4, 4\)'),
+        (cm_arange_gt, 'diagonal is missing'), (cm_arange_cpu, 'device'), (cm_numpy, 'device'), (cm_loop, 'device'),
+        (cm_t_plus_1, 'off by one'), (cm_str_device, 'device')])
+    assert_check(check_causal_mask, lambda t, device=None: torch.arange(t, device=device)[None] <= torch.arange(t, device=device)[:, None])
 
 
 # --- mask_scores ---------------------------------------------------------------------------------------------------
@@ -36,12 +65,37 @@ def ms_small(s, m):       return s.masked_fill(~m, -2.)
 def ms_inplace(s, m):     return s.masked_fill_(~m, neg_fill(s.dtype))
 def ms_float(s, m):       return s.float().masked_fill(~m, neg_fill(torch.float32))
 
+def ms_setitem(s, m):                                  # boolean assignment into the caller's scores
+    s[~m.expand_as(s)] = neg_fill(s.dtype)
+    return s
+def ms_f32_fill(s, m):   return s.masked_fill(~m, neg_fill(torch.float32))                 # hard-coded dtype
+def ms_where_f32(s, m):  return torch.where(m, s, torch.tensor(neg_fill(torch.float32)))
+def ms_add(s, m):        return s + (~m).to(s.dtype) * neg_fill(s.dtype)                   # adds instead of filling
+def ms_add_f32(s, m):    return s + (~m) * neg_fill(s.dtype)                                # bool * float: float32
+def ms_first(s, m):      return s.masked_fill(~m[:1], neg_fill(s.dtype))
+def ms_pad_shape(s, m):  return s.masked_fill(~m[:, None], neg_fill(s.dtype))              # takes mask for (b, t)
+def ms_3d(s, m):                                                                            # 3-D scores only
+    b, tq, tk = s.size()
+    return s.masked_fill(~m.expand(b, tq, tk), neg_fill(s.dtype))
+def ms_full_cpu(s, m):   return torch.where(m, s, torch.full(s.shape, neg_fill(s.dtype), dtype=s.dtype))
+def ms_squeeze(s, m):    return mask_scores(s, m).squeeze()
+def ms_view(s, m):       return s.masked_fill(~m.view(1, 5, 5), neg_fill(s.dtype))
+def ms_clone_f64(s, m):  return s.double().masked_fill(~m, neg_fill(torch.float64))
+def ms_1e4(s, m):        return s.masked_fill(~m, -1e4)                                     # fits fp16, but fixed
+def ms_f16_fill(s, m):   return s.masked_fill(~m, neg_fill(torch.float16))                 # hard-coded dtype
+
 def test_check_mask_scores():
     assert_check(check_mask_scores, mask_scores, [
         (stub, 'not solved'), (ms_plus_inf, r'\+inf'), (ms_plus_big, 'large positive'), (ms_zero, 'filled with 0'),
         (ms_inverted, 'inverted'), (ms_after, 'softmax and then masked'), (ms_after_fill, 'softmax and then masked'),
         (ms_softmax, 'not the softmax weights'), (ms_minus_1e9, 'does not fit'), (ms_minus_inf, '-inf'),
-        (ms_cast_inf, 'became -inf'), (ms_small, 'not negative enough'), (ms_inplace, 'in place'), (ms_float, 'dtype')])
+        (ms_cast_inf, 'became -inf'), (ms_small, 'not negative enough'), (ms_inplace, 'in place'), (ms_float, 'dtype'),
+        # issue 11's families
+        (ms_setitem, INPLACE), (ms_f32_fill, 'does not fit'), (ms_where_f32, 'became -inf'), (ms_add, r'became -inf.*add'),
+        (ms_add_f32, 'NaN'), (ms_first, FIRST), (ms_pad_shape, r'shape \(1, 5, 5\)'), (ms_3d, 'number of dims'),
+        (ms_full_cpu, DEVICE), (ms_squeeze, SQUEEZE), (ms_view, HARD), (ms_clone_f64, DTYPE),
+        (ms_1e4, 'fill with neg_fill'), (ms_f16_fill, 'fill with neg_fill')])
+    assert_check(check_mask_scores, lambda s, m: torch.where(m, s, torch.tensor(neg_fill(s.dtype), dtype=s.dtype)))
 
 
 # --- masked_softmax ------------------------------------------------------------------------------------------------
@@ -78,12 +132,51 @@ def sm_inverted(s, m=None):
     if m is None: return F.softmax(s, -1)
     return masked_softmax(s, ~m)
 
+def sm_mask_float(s, m=None):              # w * mask.float(): half scores come back as float32
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(mask_scores(s, m), -1) * m.float()
+def sm_f32(s, m=None):
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(mask_scores(s, m), -1, dtype=torch.float32).masked_fill(~m, 0.)
+def sm_fill_(s, m=None):                   # fills the caller's scores
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(s.masked_fill_(~m, neg_fill(s.dtype)), -1).masked_fill(~m, 0.)
+def sm_unmask_full(s, m=None):             # un-masks fully masked rows in the caller's mask to dodge the NaN
+    if m is None: return F.softmax(s, -1)
+    full = ~m.any(-1, keepdim=True)
+    m |= full
+    return F.softmax(s.masked_fill(~m, float('-inf')), -1).masked_fill(full, 0.)
+def sm_zeros_cpu(s, m=None):
+    if m is None: return F.softmax(s, -1)
+    w = F.softmax(mask_scores(s, m), -1)
+    return torch.where(m, w, torch.zeros(w.shape, dtype=w.dtype))
+def sm_first(s, m=None):
+    if m is None: return F.softmax(s, -1)
+    return masked_softmax(s, m[:1])
+def sm_squeeze(s, m=None): return masked_softmax(s, m).squeeze()
+def sm_3d(s, m=None):
+    b, tq, tk = s.size()
+    return masked_softmax(s, m)
+def sm_ignore(s, m=None): return F.softmax(s, -1)
+def sm_none_f32(s, m=None):
+    if m is None: return F.softmax(s.float(), -1)
+    return masked_softmax(s, m)
+def sm_d2l_1e6(s, m=None):                 # d2l's -1e6: overflows fp16
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(s.masked_fill(~m, -1e6), -1).masked_fill(~m, 0.)
+
 def test_check_masked_softmax():
     assert_check(check_masked_softmax, masked_softmax, [
         (stub, 'not solved'), (sm_minus_inf, 'fully masked row gives NaN'), (sm_uniform, 'uniform row'),
         (sm_after, 'masked after the softmax'), (sm_zero, 'filled with 0'), (sm_plus_inf, r'\+inf'),
         (sm_where_additive, 'gradient has NaN'), (sm_dim, 'plain softmax over the last dim'), (sm_no_none, 'raised'),
-        (sm_detach, 'detach'), (sm_1e9, 'does not fit'), (sm_inverted, 'inverted')])
+        (sm_detach, 'detach'), (sm_1e9, 'does not fit'), (sm_inverted, 'inverted'),
+        # issue 11's families
+        (sm_mask_float, DTYPE), (sm_f32, DTYPE), (sm_fill_, INPLACE), (sm_unmask_full, INPLACE), (sm_zeros_cpu, DEVICE),
+        (sm_first, FIRST), (sm_squeeze, SQUEEZE), (sm_3d, 'number of dims'), (sm_ignore, 'ignored the mask'),
+        (sm_none_f32, DTYPE), (sm_d2l_1e6, 'does not fit')])
+    assert_check(check_masked_softmax, lambda s, m=None: F.softmax(s, -1) if m is None else
+                 torch.where(m, F.softmax(mask_scores(s, m), -1), 0.))
 
 
 # --- masked_softmax_lens -------------------------------------------------------------------------------------------
@@ -111,8 +204,59 @@ def ml_only_1d(s, lens=None):              # treats (b, t_q) lengths as if they 
     return masked_softmax(s, lengths_to_mask(lens[:, 0] if lens.dim() == 2 else lens, s.size(-1))[:, None, :])
 def ml_no_none(s, lens=None): return masked_softmax(s, _lens_mask(s, lens))
 
+def _heads(m, s): return m.view(m.size(0), *[1] * (s.dim() - m.dim()), *m.shape[1:])
+def ml_clamp5(s, lens=None):               # clamps at a fixed length
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax_lens(s, lens.clamp(max=5).clamp(max=s.size(-1)))
+def ml_t5(s, lens=None):                   # a fixed number of keys
+    if lens is None: return F.softmax(s, -1)
+    m = lengths_to_mask(lens, 5)
+    return masked_softmax(s, _heads(m[:, None, :] if lens.dim() == 1 else m, s))
+def ml_3d_only(s, lens=None):              # no broadcast over the heads
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax(s, _lens_mask(s, lens))
+def ml_4d_only(s, lens=None):              # always inserts a head dim
+    if lens is None: return F.softmax(s, -1)
+    m = _lens_mask(s, lens)
+    return masked_softmax(s, m[:, None])
+def ml_first(s, lens=None):
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax_lens(s, lens[:1].expand_as(lens))
+def ml_fill_(s, lens=None):
+    if lens is None: return F.softmax(s, -1)
+    m = _heads(_lens_mask(s, lens), s)
+    return F.softmax(s.masked_fill_(~m, neg_fill(s.dtype)), -1).masked_fill(~m, 0.)
+def ml_lens_inplace(s, lens=None):         # turns the caller's lengths into last indices
+    if lens is None: return F.softmax(s, -1)
+    lens -= 1
+    m = torch.arange(s.size(-1), device=s.device) <= (lens[:, None, None] if lens.dim() == 1 else lens[..., None])
+    return masked_softmax(s, _heads(m, s))
+def ml_float(s, lens=None):
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax_lens(s.float(), lens)
+def ml_arange_cpu(s, lens=None):
+    if lens is None: return F.softmax(s, -1)
+    m = torch.arange(s.size(-1)) < (lens[:, None, None] if lens.dim() == 1 else lens[..., None])
+    return masked_softmax(s, _heads(m, s))
+def ml_squeeze(s, lens=None): return masked_softmax_lens(s, lens).squeeze()
+def ml_none_default(s, lens=None):         # treats a missing length as length 0
+    return masked_softmax_lens(s, lens if lens is not None else torch.zeros(s.size(0), dtype=torch.long))
+
 def test_check_masked_softmax_lens():
     assert_check(check_masked_softmax_lens, masked_softmax_lens, [
         (stub, 'not solved'), (ml_d2l, 'uniform row'), (ml_minus_inf, 'NaN where the valid length is 0'),
         (ml_plus_one, r'valid_len \+ 1'), (ml_minus_one, 'valid_len - 1'), (ml_queries, 'masked the queries'),
-        (ml_only_1d, r'one length per query'), (ml_no_none, 'raised')])
+        (ml_only_1d, r'one length per query'), (ml_no_none, 'raised'),
+        # issue 11's families
+        (ml_clamp5, r'wrong weights for \(b,\)'), (ml_t5, HARD), (ml_3d_only, 'number of dims'),
+        (ml_4d_only, r'shape \(1, 3, 5\)'), (ml_first, FIRST), (ml_fill_, INPLACE), (ml_lens_inplace, INPLACE),
+        (ml_float, DTYPE), (ml_arange_cpu, DEVICE), (ml_squeeze, SQUEEZE), (ml_none_default, 'plain softmax')])
+    def loop(s, lens=None):                # a correct answer that reads the lengths one by one
+        if lens is None: return F.softmax(s, -1)
+        out = torch.zeros_like(s)
+        for i in range(s.size(0)):
+            for q in range(s.size(-2)):
+                L = int(lens[i] if lens.dim() == 1 else lens[i, q])
+                if L: out[i, ..., q, :L] = F.softmax(s[i, ..., q, :L], -1)
+        return out
+    assert_check(check_masked_softmax_lens, loop)

@@ -1,10 +1,11 @@
 "Each check in lesson 04 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
-import math, torch
+import math, pytest, torch
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.positions import *
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # --- sinusoidal_encoding -------------------------------------------------------------------------------------------
@@ -64,3 +65,63 @@ def test_sinusoidal_shift_any_offset():
     for k in (0, 1, 100, -50):
         lo, hi = max(0, -k), min(300, 300 - k)
         assert torch.allclose(pe[lo + k:hi + k], pe[lo:hi] @ sinusoidal_shift(k, 32).T, atol=1e-4)
+
+
+# --- new wrong answers (issue 11): hard-coded sizes, batch of one, dtype, ignored dims ------------------------------
+def pe_hard_e16(t, e):                                 # frequencies for e=16 whatever e is
+    pos, freq = torch.arange(t)[:, None].float(), 10000 ** (-torch.arange(0, 16, 2) / 16)
+    pe = torch.zeros(t, e); pe[:, 0::2] = torch.sin(pos * freq); pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+def pe_range4(t, e):                                   # a Python loop over 4 pairs, written for e=8
+    pe = torch.zeros(t, e)
+    for i in range(4):
+        if 2 * i < e: pe[:, 2 * i] = torch.sin(torch.arange(t) / 10000 ** (2 * i / e))
+        if 2 * i + 1 < e: pe[:, 2 * i + 1] = torch.cos(torch.arange(t) / 10000 ** (2 * i / e))
+    return pe
+def pe_squeeze(t, e): return sinusoidal_encoding(t, e).squeeze()
+def pe_odd_last_zero(t, e):                            # e // 2 frequencies: for odd e the last dim stays 0
+    pos, freq = torch.arange(t)[:, None].float(), 10000 ** (-torch.arange(0, e - 1, 2) / e)
+    pe = torch.zeros(t, e); pe[:, 0:e - 1:2] = torch.sin(pos * freq); pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+def pe_odd_e_minus_1(t, e):                            # divides by e - 1 for odd e ("make it even")
+    return _pe(t, e, lambda j: 10000 ** (-2 * (j // 2) / (e - e % 2)))
+def pe_half(t, e): return sinusoidal_encoding(t, e).half()
+def pe_long(t, e):
+    pe = torch.zeros(t, e, dtype=torch.long); pe[:] = sinusoidal_encoding(t, e); return pe
+def pe_first_50(t, e): return sinusoidal_encoding(50, e)[:t]   # a table of 50 rows
+def pe_normalised_pos(t, e): return _pe(t, e, pair(e), start=0) if t < 2 else torch.where(
+    (torch.arange(e) % 2 == 0), torch.sin(torch.arange(t)[:, None] / t * 10000 ** (-2 * (torch.arange(e) // 2) / e)),
+    torch.cos(torch.arange(t)[:, None] / t * 10000 ** (-2 * (torch.arange(e) // 2) / e)))
+
+def test_check_sinusoidal_encoding_issue11():
+    assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [
+        (pe_hard_e16, 'hard-coded'), (pe_range4, 'hard-coded'), (pe_squeeze, 'squeeze'), (pe_odd_last_zero, 'odd e'),
+        (pe_odd_e_minus_1, 'odd e'), (pe_half, 'float32'), (pe_long, 'return floats'), (pe_first_50, 'hard-coded'),
+        (pe_normalised_pos, 'differs')])
+
+
+def pp_squeeze(m):      return (m.squeeze().long().cumsum(-1) - 1).clamp(min=0)
+def pp_clamp_5(m):      return (m.long().cumsum(1) - 1).clamp(0, 5)                 # a fixed maximum
+def pp_dim0(m):         return (m.long().cumsum(0) - 1).clamp(min=0)
+def pp_inverted(m):     return ((~m).long().cumsum(1) - 1).clamp(min=0)             # True taken as "pad"
+def pp_inplace(m):
+    m[:, -1] = True                                    # "every row needs a real token"
+    return (m.long().cumsum(1) - 1).clamp(min=0)
+def pp_bool(m):         return m.long().cumsum(1) > 1
+def pp_range2(m):                                      # a loop over the rows, written for a batch of 2
+    out = torch.zeros_like(m, dtype=torch.long)
+    for i in range(2): out[i] = (m[i].long().cumsum(0) - 1).clamp(min=0)
+    return out
+def pp_pad_index_t(m):  return torch.where(m, (m.long().cumsum(1) - 1).clamp(min=0), m.size(1))   # pads at index t
+def pp_pad_minus1(m):   return torch.where(m, m.long().cumsum(1) - 1, -1)
+def pp_hard_t(m):       return (torch.arange(6) - (~m).long().sum(1, keepdim=True)).clamp(min=0)
+def pp_first_index(m):                                 # also right for front- and end-padded rows
+    first = m.long().argmax(1, keepdim=True)
+    return (torch.arange(m.size(1)) - first).clamp(min=0)
+
+def test_check_positions_from_pad_issue11():
+    assert_check(check_positions_from_pad, positions_from_pad, [
+        (pp_squeeze, 'squeeze'), (pp_clamp_5, 'wrong positions'), (pp_dim0, 'down the batch'), (pp_inverted, 'counted the pads'),
+        (pp_inplace, 'in place'), (pp_bool, 'integer'), (pp_range2, 'hard-coded|wrong positions'), (pp_pad_index_t, '>= t'),
+        (pp_pad_minus1, 'negative'), (pp_hard_t, 'wrong positions')])
+    assert_check(check_positions_from_pad, pp_first_index)

@@ -1,24 +1,91 @@
 "Lesson 01's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import math
+import numpy as np
 import torch, torch.nn.functional as F
+import pytest
 from transformers_scratch.core import TODO, assert_check
+
+pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.selfattention import (
     check_raw_weights, raw_weights, check_row_softmax, row_softmax, check_basic_self_attention, basic_self_attention,
     check_einsum_self_attention, einsum_self_attention)
 
 def stub(*args): raise TODO("write it")
 
+# Hints of the families every check shares (issue 11)
+HARD = r'hard-coded'                       # a size that worked on one fixture fails on the next
+RANGE = r'fixed range'                     # a loop over range(2) on a batch of one
+SQUEEZE = r'batch dim of a batch of one is gone'
+INPLACE = r'changed its input .* in place'
+DTYPE = r"keep the inputs' dtype"
+DEVICE = r"stay on the inputs' device"
+FIRST = r'first one|row 0'                 # the first sequence (or row) used for all
+
+
+# --- raw_weights -----------------------------------------------------------------------------------------------
+def rw_range2(x): return torch.stack([x[i] @ x[i].T for i in range(2)])
+def rw_squeeze(x): return torch.bmm(x, x.transpose(1, 2)).squeeze()
+def rw_reshape5(x): return (x @ x.transpose(1, 2)).reshape(-1, 5, 5)
+def rw_float(x): return torch.bmm(x.float(), x.float().transpose(1, 2))
+def rw_buffer(x):                                     # float32 buffer: wrong dtype for float64 input
+    b, t, e = x.size()
+    out = torch.zeros(b, t, t)
+    for i in range(b): out[i] = x[i] @ x[i].T
+    return out
+def rw_buffer_cpu(x):                                 # right dtype, but the buffer lives on the CPU
+    b, t, e = x.size()
+    out = torch.zeros(b, t, t, dtype=x.dtype)
+    for i in range(b): out[i] = x[i] @ x[i].T
+    return out
+def rw_out_cpu(x):                                    # preallocated `out=` on the CPU
+    out = torch.empty(x.size(0), x.size(1), x.size(1), dtype=x.dtype)
+    return torch.bmm(x, x.transpose(1, 2), out=out)
+def rw_numpy(x): return torch.from_numpy(np.einsum('bie,bje->bij', x.numpy(), x.numpy()))
+def rw_center(x):                                     # centres the caller's tensor in place
+    x -= x.mean(-1, keepdim=True)
+    return x @ x.transpose(1, 2)
+def rw_row0(x): return (x[:1] @ x[:1].transpose(1, 2)).expand(x.size(0), -1, -1)
+def rw_sqrt3(x): return x @ x.transpose(1, 2) / math.sqrt(3)
+def rw_by_e(x): return x @ x.transpose(1, 2) / x.size(-1)
+
 def test_raw_weights():
     assert_check(check_raw_weights, raw_weights, [
         (stub, 'not solved'),
         (lambda x: x.transpose(1, 2) @ x, r'xᵀx'),                                     # (b, e, e)
-        (lambda x: x * x, r'shape \(2, 5, 5\)'),                                       # elementwise
+        (lambda x: x * x, r'shape \(1, 5, 5\)'),                                       # elementwise
         (lambda x: F.softmax(x @ x.transpose(1, 2), -1), 'softmax already'),
         (lambda x: x @ x.transpose(1, 2) / math.sqrt(x.size(-1)), 'no scaling'),
         (lambda x: x @ x.transpose(1, 2) + 1, 'values are wrong'),
         (lambda x: torch.bmm(x, x), 'raised RuntimeError'),                             # forgot the transpose
+        # issue 11's families
+        (rw_range2, RANGE), (rw_squeeze, SQUEEZE), (rw_reshape5, HARD), (rw_float, DTYPE), (rw_buffer, DTYPE),
+        (rw_buffer_cpu, DEVICE), (rw_out_cpu, DEVICE), (rw_numpy, r'raised TypeError.*BFloat16'), (rw_center, INPLACE), (rw_row0, FIRST),
+        (rw_sqrt3, r'scaled by √e'), (rw_by_e, r'scaled by e'),
     ])
     assert_check(check_raw_weights, lambda x: torch.einsum('bie,bje->bij', x, x))     # any correct form passes
+    assert_check(check_raw_weights, lambda x: torch.stack([x[i] @ x[i].T for i in range(len(x))]))
+
+
+# --- row_softmax -----------------------------------------------------------------------------------------------
+def sm_range2(w): return torch.stack([F.softmax(w[i], -1) for i in range(2)])
+def sm_squeeze(w): return F.softmax(w, -1).squeeze()
+def sm_view5(w): return F.softmax(w.view(-1, 5), -1).view(w.shape)
+def sm_dtype(w): return F.softmax(w, -1, dtype=torch.float32)
+def sm_float(w): return F.softmax(w.float(), -1)
+def sm_inplace(w):                                    # stable, but on the caller's tensor
+    w -= w.max(-1, keepdim=True).values
+    w.exp_()
+    return w / w.sum(-1, keepdim=True)
+def sm_exp_(w): e = w.exp_(); return e / e.sum(-1, keepdim=True)
+def sm_row0(w): return F.softmax(w[:, :1], -1).expand_as(w)
+def sm_seq0(w): return F.softmax(w[:1], -1).expand_as(w)
+def sm_buffer_cpu(w):
+    out = torch.zeros(w.shape, dtype=w.dtype)
+    for i in range(w.size(0)): out[i] = F.softmax(w[i], -1)
+    return out
+def sm_max_dim1(w):                                   # subtracts the column max: no longer a row softmax of w
+    z = (w - w.max(1, keepdim=True).values).exp()
+    return z / z.sum(-1, keepdim=True) * 0.5 + 0.5 * F.softmax(w, 1)
 
 def test_row_softmax():
     def naive(w): return w.exp() / w.exp().sum(-1, keepdim=True)                       # right, but overflows
@@ -31,13 +98,20 @@ def test_row_softmax():
         (lambda w: w / w.sum(-1, keepdim=True), 'without exp'),
         (lambda w: F.log_softmax(w, -1), 'log_softmax'),
         (naive, "subtract each row's max"),
-        (lambda w: F.softmax(w, -1)[..., :3], r'shape \(2, 4, 4\)'),
+        (lambda w: F.softmax(w, -1)[..., :3], r'shape \(1, 5, 5\)'),
+        # issue 11's families
+        (sm_range2, RANGE), (sm_squeeze, SQUEEZE), (sm_view5, HARD), (sm_dtype, DTYPE), (sm_float, DTYPE),
+        (sm_inplace, INPLACE), (sm_exp_, INPLACE), (sm_row0, FIRST), (sm_seq0, FIRST), (sm_buffer_cpu, DEVICE),
+        (sm_max_dim1, 'values are wrong'),
     ])
     def stable(w):
         z = (w - w.max(-1, keepdim=True).values).exp()
         return z / z.sum(-1, keepdim=True)
     assert_check(check_row_softmax, stable)
+    assert_check(check_row_softmax, lambda w: F.softmax(w, dim=2))                    # dim=2 is right for (b, t, t)
 
+
+# --- basic and einsum self-attention ---------------------------------------------------------------------------
 def bsa_dim1(x): return torch.bmm(F.softmax(torch.bmm(x, x.transpose(1, 2)), dim=1), x)
 def bsa_transposed(x): return torch.bmm(F.softmax(torch.bmm(x, x.transpose(1, 2)), dim=-1).transpose(1, 2), x)
 def bsa_nosoftmax(x): return torch.bmm(torch.bmm(x, x.transpose(1, 2)), x)
@@ -45,14 +119,50 @@ def bsa_scaled(x): return torch.bmm(F.softmax(torch.bmm(x, x.transpose(1, 2)) / 
 def bsa_scaled_e(x): return torch.bmm(F.softmax(torch.bmm(x, x.transpose(1, 2)) / x.size(-1), -1), x)
 def bsa_weights(x): return F.softmax(torch.bmm(x, x.transpose(1, 2)), -1)
 def bsa_sum(x): return torch.bmm(torch.ones(x.size(0), x.size(1), x.size(1)), x)
+# issue 11's families
+def bsa_range2(x): return torch.stack([F.softmax(x[i] @ x[i].T, -1) @ x[i] for i in range(2)])
+def bsa_squeeze(x): return basic_self_attention(x).squeeze()
+def bsa_view(x): return basic_self_attention(x).view(-1, 5, 3)
+def bsa_float(x): return basic_self_attention(x.float())
+def bsa_buffer(x):
+    b, t, e = x.size()
+    y = torch.zeros(b, t, e)
+    for i in range(b): y[i] = F.softmax(x[i] @ x[i].T, -1) @ x[i]
+    return y
+def bsa_buffer_cpu(x):
+    b, t, e = x.size()
+    y = torch.zeros(b, t, e, dtype=x.dtype)
+    for i in range(b): y[i] = F.softmax(x[i] @ x[i].T, -1) @ x[i]
+    return y
+def bsa_overwrite(x):                                 # "saves memory" by writing the output over the input
+    x[:] = basic_self_attention(x)
+    return x
+def bsa_row0_weights(x): return F.softmax(torch.bmm(x[:1], x[:1].transpose(1, 2)), -1) @ x
+def bsa_row0_values(x): return F.softmax(torch.bmm(x, x.transpose(1, 2)), -1) @ x[:1]
+def bsa_sqrt3(x): return F.softmax(x @ x.transpose(1, 2) / math.sqrt(3), -1) @ x
 
 BASIC_WRONGS = [(stub, 'not solved'), (bsa_dim1, r'sum to 1.*dim=-1'), (bsa_transposed, r'not wᵀ x'),
                 (bsa_nosoftmax, 'forgot the softmax'), (bsa_scaled, r'scaled by √e'), (bsa_scaled_e, r'scaled by e'),
-                (bsa_weights, 'those are the weights'), (bsa_sum, 'values are wrong')]
+                (bsa_weights, 'those are the weights'), (bsa_sum, 'values are wrong'),
+                (bsa_range2, RANGE), (bsa_squeeze, SQUEEZE), (bsa_view, HARD), (bsa_float, DTYPE), (bsa_buffer, DTYPE),
+                (bsa_buffer_cpu, DEVICE), (bsa_overwrite, INPLACE), (bsa_row0_weights, FIRST),
+                (bsa_row0_values, FIRST), (bsa_sqrt3, r'scaled by √e')]
 
 def test_basic_self_attention():
     assert_check(check_basic_self_attention, basic_self_attention, BASIC_WRONGS)
     assert_check(check_basic_self_attention, einsum_self_attention)
+
+def ein_range2(x):
+    return torch.stack([torch.einsum('ij,je->ie', F.softmax(torch.einsum('ie,je->ij', x[i], x[i]), -1), x[i])
+                        for i in range(2)])
+def ein_first(x):                                     # letters without a batch: only the first sequence
+    w = F.softmax(torch.einsum('ie,je->ij', x[0], x[0]), -1)
+    return torch.einsum('ij,je->ie', w, x[0])
+def ein_float(x): return einsum_self_attention(x.float())
+def ein_inplace(x):
+    w = F.softmax(torch.einsum('bie,bje->bij', x, x), -1)
+    x.copy_(torch.einsum('bij,bje->bie', w, x))
+    return x
 
 def test_einsum_self_attention():
     def ein_transposed(x):                     # a wrong letter: w[b, j, i] used for y_i
@@ -61,4 +171,5 @@ def test_einsum_self_attention():
     ein_wrongs = [(f, h) for f, h in BASIC_WRONGS if f is not bsa_sum]
     assert_check(check_einsum_self_attention, einsum_self_attention,
                  ein_wrongs + [(ein_transposed, r'not wᵀ x'),
-                               (basic_self_attention, 'about torch.einsum')])   # right values, no einsum
+                               (basic_self_attention, 'about torch.einsum'),   # right values, no einsum
+                               (ein_range2, RANGE), (ein_first, SQUEEZE), (ein_float, DTYPE), (ein_inplace, INPLACE)])

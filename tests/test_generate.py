@@ -73,6 +73,75 @@ def test_cache_runs_fewer_positions():
     finally: h.remove()
     assert cached == 7 + 29 and uncached == sum(range(7, 37))
 
+@pytest.mark.parametrize('kw', [dict(fast=True, prenorm=True), dict(fast=False, prenorm=False), dict(fast=True, prenorm=True, pos='sinusoidal')])
+def test_static_step_gives_the_same_greedy_tokens(kw):
+    "The step that CUDA replays as a graph (static shapes: all seq_len slots, a position tensor) runs eagerly on the CPU"
+    m = model(**kw)
+    for n in (1, 6, 40):                                           # before, at and far past the window (12)
+        assert torch.equal(generate(m, PROMPT, n, greedy=True, cuda_graph=True), generate(m, PROMPT, n, greedy=True, cache=False))
+    assert torch.equal(generate(m, PROMPT, 30, seed=4, cuda_graph=True), generate(m, PROMPT, 30, seed=4, cache=False))
+
+def test_kv_cache_writes_in_place():
+    from transformers_scratch.generate import KVCache
+    m = model(seq_len=20)
+    kv, ptrs = KVCache(m), None
+    x = torch.randint(0, 23, (1, 15), generator=torch.Generator().manual_seed(2))
+    out = [m(x[:, :5], cache=kv)] + [m(x[:, i:i + 1], cache=kv) for i in range(5, 15)]
+    ptrs = [(l.k.data_ptr(), l.v.data_ptr()) for l in kv.layers]
+    torch.testing.assert_close(torch.cat(out, 1), m(x), atol=1e-5, rtol=1e-4)
+    assert kv.n == 15 and kv[0].k.shape == (1, 4, 20, 8) and bool(kv[0].k[:, :, 15:].eq(0).all())   # the rest is untouched
+    assert [(l.k.data_ptr(), l.v.data_ptr()) for l in kv.layers] == ptrs
+    with pytest.raises(ValueError, match='reset'): m(x[:, :6], cache=kv)
+    kv.reset(); m(x[:, :6], cache=kv); assert kv.n == 6
+
+def test_char_batches_are_lm_pairs():
+    "Batches cut out of the text in one indexing op hold exactly the windows `lm_pair` gives for the sampled starts"
+    from fastai.torch_core import set_seed
+    from transformers_scratch.lm import char_dls, lm_pair
+    set_seed(0)
+    dls = char_dls("It is the east, and Juliet is the sun. " * 30, seq_len=10, bs=6, n_batches=4, device='cpu')
+    dl = dls.train
+    starts, get_idxs = [], dl.get_idxs
+    dl.get_idxs = lambda: starts.extend(get_idxs()) or starts     # record the starts of the epoch
+    batches = list(dl)
+    assert len(batches) == 4
+    for j, (x, y) in enumerate(batches):
+        assert x.shape == y.shape == (6, 10) and x.dtype == torch.long and x.is_contiguous() and y.is_contiguous()
+        for r in range(6):
+            px, py = lm_pair(dl.dataset.ids, starts[j * 6 + r], 10)
+            assert torch.equal(x[r], px) and torch.equal(y[r], py)
+    vx = torch.cat([b[0] for b in dls.valid]); ids = dls.valid.dataset.ids      # non-overlapping windows, in order
+    assert torch.equal(vx.flatten(), ids[:vx.numel()]) and len(vx) == len(dls.valid.dataset)
+
+def test_lm_learner_precision_optimizer_and_compile():
+    from fastai.optimizer import OptimWrapper
+    from fastai.callback.progress import ProgressCallback
+    from transformers_scratch.training import CompileModel, DeviceSmoothLoss, has_fused_adamw
+    cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 8, 'bs': 4, 'n_batches': 2}
+    dls, _ = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
+    learn = lm_learner(dls, emb=16, heads=2, depth=1)
+    assert learn.precision == 'fp32' and not any(type(cb) is ProgressCallback for cb in learn.cbs)   # no read-back per batch
+    assert isinstance(learn.recorder.smooth_loss, DeviceSmoothLoss) and 'compile_model' not in learn.cbs.attrgot('name')
+    learn.create_opt()
+    assert isinstance(learn.opt, OptimWrapper) and isinstance(learn.opt.opt, torch.optim.AdamW)
+    assert learn.opt.opt.defaults['fused'] == has_fused_adamw('cpu') and learn.opt.opt.defaults['weight_decay'] == 0.1
+    assert lm_learner(dls, emb=16, heads=2, depth=1, precision='bf16').precision == 'bf16'
+    assert isinstance(lm_learner(dls, emb=16, heads=2, depth=1, compile=True).compile_model, CompileModel)
+    with pytest.raises(ValueError, match='precision'): lm_learner(dls, emb=16, heads=2, depth=1, precision='fp8')
+
+def test_full_char_configuration_trains_on_a_cpu():
+    "The full configuration's model, batch and learner (not compiled off a GPU) take a training step on the CPU"
+    from fastai.torch_core import set_seed
+    from transformers_scratch.lm import char_dls, FULL
+    cfg = lm_config('char', quick=False)
+    assert cfg == FULL['char'] and (cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['bs']) == (384, 6, 6, 256, 64)
+    set_seed(0)
+    dls = char_dls("O Romeo, Romeo! wherefore art thou Romeo? " * 400, cfg['seq_len'], cfg['bs'], n_batches=1, device='cpu')
+    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    w = learn.model.toprobs.weight.detach().clone()
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, cfg['lr'])
+    assert not torch.equal(w, learn.model.toprobs.weight) and math.isfinite(learn.recorder.losses[-1])
+
 def test_generate_restores_training_mode_and_device():
     m = model(dropout=0.5).train()
     out = generate(m, PROMPT, 10, greedy=True)

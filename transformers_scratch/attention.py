@@ -7,45 +7,71 @@ __all__ = ['check_attention', 'attention_weights', 'attention', 'fast_attention'
            'check_merge_heads', 'merge_heads', 'SelfAttention', 'to_torch_mha', 'check_selfattention_forward',
            'selfattention_forward']
 
-# %% ../nbs/02_attention.ipynb #1178dc2e
-import math, torch, torch.nn as nn, torch.nn.functional as F
+# %% ../nbs/02_attention.ipynb #220cbd9d
+import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from .masks import causal_mask, masked_softmax, neg_fill
-from .core import TODO, CheckError, checker, diagnose, expect, expect_shape, same
+from .core import TODO, CheckError, checker, diagnose, expect, expect_shape, same, rand
+from .selfattention import _Runs, _on_device
 
-# %% ../nbs/02_attention.ipynb #17acb4d1
-def _randn(*shape, g): return torch.randn(*shape, generator=g)
-
-@checker
-def check_attention(fn):
-    "Check `fn(q, k, v)`: softmax(q kᵀ / √s) v over the last two dims, whatever the leading dims"
-    g = torch.Generator().manual_seed(0)
-    b, h, tq, tk, s, sv = 2, 3, 4, 6, 8, 5
-    q, k, v = _randn(b, h, tq, s, g=g), _randn(b, h, tk, s, g=g), _randn(b, h, tk, sv, g=g)
-    out = fn(q, k, v)
-    expect(not (isinstance(out, torch.Tensor) and out.shape == (b, h, tq, tk)),
-           "got (b, h, t_q, t_k): those are the weights; multiply them by v")
-    expect_shape(out, (b, h, tq, sv))
-    raw = q @ k.transpose(-2, -1)                      # (b, h, tq, tk)
+# %% ../nbs/02_attention.ipynb #1348cdf2
+def _attention_wrongs(q, k, v):
+    "`(output, hint)` of the typical mistakes of scaled dot-product attention on `q, k, v`"
+    s, tq, tk, sv = q.size(-1), q.size(-2), k.size(-2), v.size(-1)
+    raw = q @ k.transpose(-2, -1)                      # (..., tq, tk)
     def sm(scores, dim=-1): return F.softmax(scores, dim) @ v
-    diagnose(out, F.scaled_dot_product_attention(q, k, v), [
+    wrongs = [
         (sm(raw), "you forgot to scale: divide the scores q kᵀ by √s, s = q.size(-1)"),
         (sm(raw / s), "you divided by s: divide by √s"),
-        (sm(raw * math.sqrt(s)), "you multiplied by √s: divide by it"),
-        (sm(raw / math.sqrt(h * s)), "you scaled by √(h·s), the full embedding size e: each head's dot products have s terms, divide by √s"),
+        (sm(raw * math.sqrt(s)), "you multiplied by √s: divide by it")]
+    if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(q.size(1) * s)), "you scaled by √(h·s), the full embedding size e: "
+                                    "each head's dot products have s terms, divide by √s"))
+    wrongs += [
         (sm(raw / math.sqrt(tk)), "you scaled by √t_k, a sequence length: s is the size of the queries and keys, q.size(-1)"),
         (sm(raw / math.sqrt(tq)), "you scaled by √t_q, a sequence length: s is the size of the queries and keys, q.size(-1)"),
         (sm(raw / math.sqrt(sv)), "you scaled by √(v.size(-1)): s is the size of the queries and keys, q.size(-1)"),
         (F.softmax(raw, -1) / math.sqrt(s) @ v, "you scaled after the softmax: scale the scores, then take the softmax"),
-        (sm(raw / math.sqrt(s), -2), "softmax over the queries (dim -2): it must run over the keys, dim=-1"),
-        (sm(raw / math.sqrt(s), 1), "softmax over the heads (dim 1): it must run over the keys, dim=-1"),
-        (raw / math.sqrt(s) @ v, "you forgot the softmax: the weights must be positive and sum to 1 over the keys")],
-        "the values are wrong: compare with softmax(q kᵀ / √s, dim=-1) v")
-    q3, k3, v3 = q[:, 0], k[:, 0], v[:, 0]               # one head: (b, t, s)
-    hint = "works on (b, h, t, s) but not on (b, t, s): count dims from the end, k.transpose(-2, -1), softmax(dim=-1)"
-    try: out3 = fn(q3, k3, v3)
-    except TODO: raise
-    except (IndexError, RuntimeError): raise CheckError(hint) from None
-    expect(isinstance(out3, torch.Tensor) and out3.shape == (b, tq, sv) and same(out3, out[:, 0]), hint)
+        (sm(raw / math.sqrt(s), -2), "softmax over the queries (dim -2): it must run over the keys, dim=-1")]
+    if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(s), 1), "softmax over the heads (dim 1): it must run over the keys, dim=-1"))
+    wrongs += [
+        (raw / math.sqrt(s) @ v, "you forgot the softmax: the weights must be positive and sum to 1 over the keys"),
+        ((F.softmax(raw[:1] / math.sqrt(s), -1) @ v[:1]).expand(*raw.shape[:-1], sv),
+         "every batch element got the output of the first one: attend within each element of the batch"),
+        (sm(raw[:1] / math.sqrt(s)), "every batch element used the weights of the first one: attend within each element of the batch")]
+    wrongs += [(sm(raw / math.sqrt(c)), f"you divided by the constant √{c}: s changes with the input, take it from q.size(-1)")
+               for c in (2, 4, 8, 16, 32, 64, 128, 256, 512) if c != s]
+    return wrongs
+
+def _attention_error(e, args):
+    "A hint for a crash of attention on `args`"
+    if len(args[0].shape) == 3: return ("works on (b, h, t, s) but not on (b, t, s): count dims from the end, "
+                                        f"k.transpose(-2, -1), softmax(dim=-1) ({type(e).__name__}: {str(e)[:80]})")
+    if '3D' in str(e) or '3-D' in str(e): return "torch.bmm takes 3-D tensors only: use @ (torch.matmul), which broadcasts over the leading dims"
+
+@checker
+def check_attention(fn):
+    "Check `fn(q, k, v)`: softmax(q kᵀ / √s) v over the last two dims, whatever the leading dims"
+    run = _Runs(fn, _attention_error)
+    def qkv(*lead, tq, tk, s, sv, seed, dtype=torch.float32):
+        return (rand(*lead, tq, s, seed=seed, dtype=dtype), rand(*lead, tk, s, seed=seed + 1, dtype=dtype),
+                rand(*lead, tk, sv, seed=seed + 2, dtype=dtype))
+    for q, k, v in (qkv(1, 2, tq=3, tk=5, s=6, sv=4, seed=0),                     # (b, h, t, s), b = 1, t_q != t_k
+                    qkv(3, tq=4, tk=7, s=5, sv=2, seed=3),                        # (b, t, s): one head
+                    qkv(3, 4, tq=5, tk=2, s=9, sv=7, seed=6, dtype=torch.float64)):   # b = 3, h = 4, t_q > t_k
+        tk = k.size(-2)
+        out = run(q, k, v)
+        expect(not (isinstance(out, torch.Tensor) and out.shape == (*q.shape[:-1], tk) and tk != v.size(-1)),
+               "got (..., t_q, t_k): those are the weights; multiply them by v")
+        expect(not (isinstance(out, torch.Tensor) and out.shape == q.shape and q.shape[-1] != v.shape[-1]),
+               "the output has the size of the queries and keys: multiply the weights by v, not by k or q")
+        ref = F.scaled_dot_product_attention(q, k, v)
+        run.like(out, ref)
+        diagnose(out, ref, _attention_wrongs(q, k, v), "the values are wrong: compare with softmax(q kᵀ / √s, dim=-1) v")
+    q, k, v = qkv(2, 3, tq=4, tk=4, s=8, sv=8, seed=9, dtype=torch.bfloat16)
+    out = run(q, k, v)
+    run.like(out, q)
+    expect(same(out, F.scaled_dot_product_attention(*(z.double() for z in (q, k, v))), atol=0.03, rtol=0.03),
+           "wrong values for bfloat16 inputs")
+    _on_device(fn, *qkv(2, 2, tq=3, tk=4, s=4, sv=5, seed=12))
 
 # %% ../nbs/02_attention.ipynb #a2d11c84
 # @title Solution: attention
@@ -79,26 +105,34 @@ def fast_attention(q, k, v, mask=None, dropout=0., training=False, causal=False)
 @checker
 def check_split_heads(fn):
     "Check `fn(x, h)`: (b, t, h*s) -> (b, h, t, s), head r being the contiguous chunk x[..., r*s:(r+1)*s]"
-    x = torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(0))   # b=2, t=5, e=12
-    b, t, e = x.shape
-    for h in (3, 4, 1):
-        s = e // h
-        out = fn(x, h)
-        if isinstance(out, torch.Tensor) and out.shape != (b, h, t, s):
-            shp = tuple(out.shape)
-            expect(shp != (b * h, t, s), f"got (b·h, t, s) = {shp}: keep the heads as their own dimension, (b, h, t, s)")
-            expect(shp != (b, t, h, s), f"got (b, t, h, s) = {shp}: transpose(1, 2) to put the heads before the positions")
-            expect(shp != (b, h, s, t), f"got (b, h, s, t) = {shp}: view(b, t, h, s) first, then transpose(1, 2)")
-        expect_shape(out, (b, h, t, s), f"split_heads(x, {h})")
-        ref = torch.stack([x[:, :, r * s:(r + 1) * s] for r in range(h)], 1)
-        diagnose(out, ref, [
-            (x.reshape(b, h, t, s), "you reshaped to (b, h, t, s) without a transpose: that mixes positions and heads; "
-                                    "view(b, t, h, s), then transpose(1, 2)"),
-            (x.transpose(1, 2).reshape(b, h, t, s), "you transposed before splitting: view(b, t, h, s) first, then "
-                                                    "transpose(1, 2)"),
-            (x.view(b, t, s, h).permute(0, 3, 1, 2), "your heads take every h-th feature: head r must be the contiguous "
-                                                     "chunk x[..., r*s:(r+1)*s], so view(b, t, h, s)")],
-            f"split_heads(x, {h}): the values are wrong; head r should be x[:, :, r*s:(r+1)*s]")
+    run = _Runs(fn)
+    for x, hs in ((rand(3, 4, 15, seed=1, dtype=torch.float64), (5, 3)),            # b = 3, odd e = 15
+                  (rand(1, 5, 12, seed=0), (3, 4, 1, 12)),                          # a batch of one, e = 12
+                  (rand(2, 3, 10, seed=2, dtype=torch.bfloat16), (2,))):
+        b, t, e = x.shape
+        for h in hs:
+            s = e // h
+            out = run(x, h)
+            what = f"split_heads(x, {h}) for x of shape {(b, t, e)}"
+            if isinstance(out, torch.Tensor) and out.shape != (b, h, t, s):
+                shp = tuple(out.shape)
+                expect(b == 1 or shp != (b * h, t, s), f"got (b·h, t, s) = {shp}: keep the heads as their own dimension, (b, h, t, s)")
+                expect(shp != (b, t, h, s), f"got (b, t, h, s) = {shp}: transpose(1, 2) to put the heads before the positions")
+                expect(shp != (b, h, s, t), f"got (b, h, s, t) = {shp}: view(b, t, h, s) first, then transpose(1, 2)")
+                expect(not (len(shp) == 4 and shp[::2] == (b, t) and shp[1] != h),
+                       f"{what} made {shp[1]} heads: split into the h = {h} of the argument (a hard-coded number of heads?)")
+            ref = torch.stack([x[:, :, r * s:(r + 1) * s] for r in range(h)], 1)
+            run.like(out, ref, what)
+            diagnose(out, ref, [
+                (x.reshape(b, h, t, s), "you reshaped to (b, h, t, s) without a transpose: that mixes positions and heads; "
+                                        "view(b, t, h, s), then transpose(1, 2)"),
+                (x.transpose(1, 2).reshape(b, h, t, s), "you transposed before splitting: view(b, t, h, s) first, then "
+                                                        "transpose(1, 2)"),
+                (x.view(b, t, s, h).permute(0, 3, 1, 2), "your heads take every h-th feature: head r must be the contiguous "
+                                                         "chunk x[..., r*s:(r+1)*s], so view(b, t, h, s)"),
+                (ref[:1].expand_as(ref), "every batch element got the heads of the first one: split each element of the batch")],
+                f"{what}: the values are wrong; head r should be x[:, :, r*s:(r+1)*s]")
+    _on_device(fn, rand(2, 3, 6), 3)
 
 # %% ../nbs/02_attention.ipynb #c76ec3a8
 # @title Solution: split_heads
@@ -107,27 +141,33 @@ def split_heads(x, h):
     b, t, hs = x.size()
     return x.view(b, t, h, hs // h).transpose(1, 2)
 
-# %% ../nbs/02_attention.ipynb #42130ba2
+# %% ../nbs/02_attention.ipynb #48818d74
+def _merge_error(e, args):
+    "A hint for a crash of merge_heads: .view after a transpose"
+    if 'view' in str(e): return ("after transpose(1, 2) the tensor is not contiguous, so .view fails: use .reshape "
+                                 "(or .contiguous().view)")
+
 @checker
 def check_merge_heads(fn):
     "Check `fn(x)`: (b, h, t, s) -> (b, t, h*s), the heads side by side"
-    x = torch.randn(2, 3, 5, 4, generator=torch.Generator().manual_seed(0))   # b=2, h=3, t=5, s=4
-    b, h, t, s = x.shape
-    try: out = fn(x)
-    except TODO: raise
-    except RuntimeError as err:
-        expect('view' not in str(err), "after transpose(1, 2) the tensor is not contiguous, so .view fails: use "
-                                       ".reshape (or .contiguous().view)")
-        raise
-    expect(not (isinstance(out, torch.Tensor) and out.shape == (b, t, h, s)),
-           "got (b, t, h, s): flatten the last two dims into h*s")
-    expect_shape(out, (b, t, h * s))
-    diagnose(out, torch.cat([x[:, r] for r in range(h)], -1), [
-        (x.reshape(b, t, h * s), "you reshaped without a transpose: transpose(1, 2) first, to bring the positions "
-                                 "before the heads"),
-        (x.permute(0, 2, 3, 1).reshape(b, t, h * s), "your heads are interleaved: head r must be the contiguous chunk "
-                                                     "[r*s:(r+1)*s]; transpose(1, 2) to (b, t, h, s), then reshape")],
-        "the values are wrong: out[:, :, r*s:(r+1)*s] should be head r, x[:, r]")
+    run = _Runs(fn, _merge_error)
+    for x in (rand(1, 3, 5, 4, seed=0),                                   # a batch of one: b=1, h=3, t=5, s=4
+              rand(3, 2, 4, 7, seed=1, dtype=torch.float64),              # b=3, h=2, t=4, s=7
+              rand(2, 5, 3, 3, seed=2), rand(2, 1, 3, 5, seed=3, dtype=torch.bfloat16)):   # h=5; one head
+        b, h, t, s = x.shape
+        out = run(x)
+        expect(not (isinstance(out, torch.Tensor) and out.shape == (b, t, h, s) and s > 1),
+               "got (b, t, h, s): flatten the last two dims into h*s")
+        ref = torch.cat([x[:, r] for r in range(h)], -1)
+        run.like(out, ref, f"merge_heads(x) for x of shape {(b, h, t, s)}")
+        diagnose(out, ref, [
+            (x.reshape(b, t, h * s), "you reshaped without a transpose: transpose(1, 2) first, to bring the positions "
+                                     "before the heads"),
+            (x.permute(0, 2, 3, 1).reshape(b, t, h * s), "your heads are interleaved: head r must be the contiguous chunk "
+                                                         "[r*s:(r+1)*s]; transpose(1, 2) to (b, t, h, s), then reshape"),
+            (ref[:1].expand_as(ref), "every batch element got the heads of the first one: merge each element of the batch")],
+            "the values are wrong: out[:, :, r*s:(r+1)*s] should be head r, x[:, r]")
+    _on_device(fn, rand(2, 3, 4, 5))
 
 # %% ../nbs/02_attention.ipynb #d473bead
 # @title Solution: merge_heads
@@ -166,7 +206,9 @@ class SelfAttention(nn.Module):
         if pad_mask is not None:
             if pad_mask.shape != (b, t): raise ValueError(f"pad_mask: expected shape {(b, t)}, got {tuple(pad_mask.shape)}")
             pad_mask = pad_mask.bool()
-        if cache is not None:  # incremental decoding: keys and values of earlier positions are reused
+        if cache is not None and not isinstance(cache, dict):   # a preallocated `KVCache` (lesson 20) writes in place
+            k, v, pad_mask = cache.update(k, v, pad_mask)        # all keys so far, and which of them are real
+        elif cache is not None:  # incremental decoding: keys and values of earlier positions are reused
             if 'k' in cache:
                 k, v = torch.cat([cache['k'], k], 2), torch.cat([cache['v'], v], 2)
                 if pad_mask is not None or 'pad' in cache:
@@ -219,43 +261,71 @@ def _wide_reference(sa, x):
         outs.append(F.scaled_dot_product_attention(x @ W[0].T, x @ W[1].T, x @ W[2].T))   # (b, t, s)
     return sa.unifyheads(torch.cat(outs, -1))
 
-# %% ../nbs/02_attention.ipynb #2a9f6a7c
+# %% ../nbs/02_attention.ipynb #6aa56fe1
+def _forward_wrongs(sa, x):
+    "`(output, hint)` of the typical mistakes in the forward of narrow `SelfAttention` `sa` on `x`"
+    b, t, e = x.shape
+    h = sa.heads
+    s = e // h
+    q, k, v = sa.toqueries(x), sa.tokeys(x), sa.tovalues(x)                     # (b, t, e)
+    def split(z): return z.view(b, t, h, s).transpose(1, 2)                     # (b, h, t, s)
+    def merge(z): return z.transpose(1, 2).reshape(b, t, e)
+    def att(q, k, v, scale=s, dim=-1): return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), dim) @ v
+    qs, ks, vs = split(q), split(k), split(v)
+    return [
+        (merge(att(qs, ks, vs)), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
+        (sa.unifyheads(merge(att(*(z.reshape(b, h, t, s) for z in (q, k, v))))),
+         "split the heads with view(b, t, h, s).transpose(1, 2) (split_heads): a plain view to (b, h, t, s) mixes positions and heads"),
+        (sa.unifyheads(att(qs, ks, vs).reshape(b, t, e)),
+         "merge the heads with transpose(1, 2) before the reshape (merge_heads): a plain reshape mixes positions and heads"),
+        (sa.unifyheads(att(q, k, v, scale=e)), f"you used one head of size e: split q, k and v into sa.heads = {h} heads"),
+        (sa.unifyheads(merge(att(qs, ks, vs, scale=e))),
+         "you scaled by √e, the full embedding size: each head's dot products have s = e // h terms, scale by √s"),
+        (sa.unifyheads(merge(att(qs, ks, vs, scale=1))), "you forgot to scale the scores by 1/√s"),
+        (sa.unifyheads(merge(att(ks, qs, vs))), "queries and keys are swapped: the weights of output i compare q_i with every k_j"),
+        (sa.unifyheads(merge(att(qs, ks, vs, dim=-2))), "softmax over the queries: it must run over the keys, dim=-1"),
+        (sa.unifyheads(merge(att(qs, ks, vs)))[:1].expand(b, t, e),
+         "every batch element got the output of the first one: attend within each element of the batch")
+    ] + [(_heads_forward(sa, x, h2), f"you used {h2} heads: take their number from sa.heads ({h})")
+         for h2 in range(2, e + 1) if e % h2 == 0 and h2 != h
+    ] + [(sa.unifyheads(merge(att(qs, ks, vs, scale=c))),
+          f"you scaled by the constant √{c}: s = e // sa.heads changes with the module, compute it") for c in (2, 4, 8, 16, 64) if c != s]
+
+def _heads_forward(sa, x, h):
+    "The narrow forward of `sa` as if it had `h` heads"
+    def split(z): return z.view(*x.shape[:2], h, -1).transpose(1, 2)
+    out = F.scaled_dot_product_attention(*(split(f(x)) for f in (sa.toqueries, sa.tokeys, sa.tovalues)))
+    return sa.unifyheads(out.transpose(1, 2).reshape(x.shape))
+
 @checker
 def check_selfattention_forward(fn):
     "Check `fn(sa, x)`: the forward of `SelfAttention` `sa` on (b, t, e), without masks, dropout or cache"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        sa, sw = SelfAttention(12, heads=3).eval(), SelfAttention(6, heads=2, wide=True).eval()
-        x, xw = torch.randn(2, 5, 12), torch.randn(2, 4, 6)
+        cases = [(SelfAttention(12, heads=3), rand(1, 5, 12, seed=0)),                              # a batch of one
+                 (SelfAttention(15, heads=5).double(), rand(3, 4, 15, seed=1, dtype=torch.float64)),  # odd e, s = 3
+                 (SelfAttention(7, heads=1), rand(2, 3, 7, seed=2)),                                # one head
+                 (SelfAttention(6, heads=2, wide=True), rand(2, 4, 6, seed=3)),                     # wide heads
+                 (SelfAttention(5, heads=3, wide=True), rand(1, 3, 5, seed=4)),
+                 (SelfAttention(8, heads=4).to(torch.bfloat16), rand(3, 2, 8, seed=5, dtype=torch.bfloat16))]
+        meta = SelfAttention(6, heads=2)
+    wide_hint = "right for narrow heads, wrong for wide ones (sa.wide=True): take s from the projections, q.size(-1) // sa.heads"
+    def on_error(e, args): return wide_hint if args[0].wide and run.ok else None
+    run = _Runs(fn, on_error)
     with torch.no_grad():
-        out = fn(sa, x)
-        expect_shape(out, x.shape)
-        b, t, e = x.shape
-        h, s = 3, 4
-        q, k, v = sa.toqueries(x), sa.tokeys(x), sa.tovalues(x)                     # (b, t, e)
-        def split(z): return z.view(b, t, h, s).transpose(1, 2)                     # (b, h, t, s)
-        def merge(z): return z.transpose(1, 2).reshape(b, t, e)
-        def att(q, k, v, scale=s, dim=-1): return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), dim) @ v
-        qs, ks, vs = split(q), split(k), split(v)
-        ref = to_torch_mha(sa).eval()(x, x, x, need_weights=False)[0]
-        diagnose(out, ref, [
-            (merge(att(qs, ks, vs)), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
-            (sa.unifyheads(merge(att(*(z.reshape(b, h, t, s) for z in (q, k, v))))),
-             "split the heads with view(b, t, h, s).transpose(1, 2) (split_heads): a plain view to (b, h, t, s) mixes positions and heads"),
-            (sa.unifyheads(att(qs, ks, vs).reshape(b, t, e)),
-             "merge the heads with transpose(1, 2) before the reshape (merge_heads): a plain reshape mixes positions and heads"),
-            (sa.unifyheads(att(q, k, v, scale=e)), f"you used one head of size e: split q, k and v into sa.heads = {h} heads"),
-            (sa.unifyheads(merge(att(qs, ks, vs, scale=e))),
-             "you scaled by √e, the full embedding size: each head's dot products have s = e // h terms, scale by √s"),
-            (sa.unifyheads(merge(att(qs, ks, vs, scale=1))), "you forgot to scale the scores by 1/√s"),
-            (sa.unifyheads(merge(att(ks, qs, vs))), "queries and keys are swapped: the weights of output i compare q_i with every k_j"),
-            (sa.unifyheads(merge(att(qs, ks, vs, dim=-2))), "softmax over the queries: it must run over the keys, dim=-1")],
-            "the values are wrong: project, split_heads, attention, merge_heads, unifyheads")
-        hint = "right for narrow heads, wrong for wide ones (sa.wide=True): take s from the projections, q.size(-1) // sa.heads"
-        try: outw = fn(sw, xw)
-        except TODO: raise
-        except RuntimeError: raise CheckError(hint) from None
-        expect(same(outw, _wide_reference(sw, xw)), hint)
+        for i, (sa, x) in enumerate(cases):
+            sa.eval()
+            out = run(sa, x)
+            run.like(out, x)
+            if sa.wide: expect(same(out, _wide_reference(sa, x)), wide_hint)
+            elif x.dtype == torch.bfloat16:
+                ref = _wide_reference(copy.deepcopy(sa).double(), x.double())
+                expect(same(out, ref, atol=0.03, rtol=0.03), "wrong values for a bfloat16 module and input")
+            else:
+                ref = to_torch_mha(sa).eval()(x, x, x, need_weights=False)[0] if i == 0 else _wide_reference(sa, x)
+                diagnose(out, ref, _forward_wrongs(sa, x), "the values are wrong: project, split_heads, attention, "
+                                                           "merge_heads, unifyheads")
+        _on_device(fn, meta.eval(), rand(2, 3, 6))
 
 # %% ../nbs/02_attention.ipynb #b33f5a94
 # @title Solution: selfattention_forward

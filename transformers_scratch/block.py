@@ -6,44 +6,69 @@
 __all__ = ['check_layer_norm', 'layer_norm', 'check_feedforward', 'feedforward', 'TransformerBlock', 'check_postnorm_block',
            'postnorm_block', 'check_prenorm_block', 'prenorm_block', 'block_params']
 
-# %% ../nbs/05_block.ipynb #5b6dbb99
-import torch, torch.nn as nn, torch.nn.functional as F
+# %% ../nbs/05_block.ipynb #c06fb19c
+import copy, torch, torch.nn as nn, torch.nn.functional as F
 from .attention import SelfAttention
-from .core import TODO, checker, expect, same, expect_shape, CheckError
+from .core import TODO, checker, expect, same, expect_shape, CheckError, call_checked, expect_like, expect_rate, rand, randint
 
-# %% ../nbs/05_block.ipynb #557e93a9
+# %% ../nbs/05_block.ipynb #ae5a5219
 # @title check_layer_norm
+def _ln_fixtures():
+    "(x, weight, bias, eps) of several shapes, dtypes and eps; the first has tokens of tiny and of zero spread"
+    x = rand(3, 4, 8, seed=1) * 3 + 1
+    x[0, 1] = 0.5 + 1e-3 * rand(8, seed=2)                    # a token with tiny spread: eps matters
+    x[1, 2] = 2.                                              # a constant token: variance 0
+    x1 = rand(1, 5, 7, seed=3) * 0.3 - 2                      # a batch of one, odd e, small spread: eps=0.1 shows
+    return [(x, rand(8, seed=4), rand(8, seed=5), 1e-5), (x1, rand(7, seed=6), rand(7, seed=7), 0.1),
+            (rand(2, 3, 2, 6, seed=8, dtype=torch.float64) * 2, rand(6, seed=9, dtype=torch.float64), rand(6, seed=10, dtype=torch.float64), 1e-3),
+            (rand(6, 5, seed=11) * 0.01 + 3, rand(5, seed=12), rand(5, seed=13), None)]   # 2-D, the default eps (which matters here)
+
+def _call_like(fn, args, x, why):
+    "`fn(*args)` through `call_checked`, `expect`ing a result like `x`; if it raises, the hint names `x` and adds `why`"
+    try: out = call_checked(fn, *args)
+    except (CheckError, TODO): raise
+    except Exception as ex:
+        raise CheckError(f"for x of shape {tuple(x.shape)} ({x.dtype}) your code raised {type(ex).__name__}: {str(ex)[:60]} ({why})") from None
+    expect(not (x.size(0) == 1 and isinstance(out, torch.Tensor) and out.shape == x.shape[1:]),
+           "for a batch of one the batch dim is gone: a stray .squeeze()?")
+    expect_like(out, x)
+    return out
+
 @checker
 def check_layer_norm(fn):
-    "Check `fn(x, weight, bias, eps)` against `F.layer_norm`, incl. tokens with tiny and zero spread"
-    torch.manual_seed(0)
-    b, t, e = 3, 4, 8
-    x = torch.randn(b, t, e) * 3 + 1
-    x[0, 1] = 0.5 + 1e-3 * torch.randn(e)                      # a token with tiny spread: eps matters
-    x[1, 2] = 2.                                              # a constant token: variance 0
-    w, bias = torch.randn(e), torch.randn(e)
-    ref = F.layer_norm(x, (e,), w, bias, 1e-5)
-    out = fn(x, w, bias, 1e-5)
-    expect_shape(out, x.shape)
-    def by(dim, unbiased=False, eps_in=True, eps=1e-5):
-        mu, var = x.mean(dim, keepdim=True), x.var(dim, keepdim=True, correction=int(unbiased))
-        n = (x - mu) / (torch.sqrt(var + eps) if eps_in else var.sqrt() + eps)
-        return n * w + bias
-    ok = torch.ones(b, t, dtype=torch.bool); ok[1, 2] = False       # where the wrong versions are finite
-    for d, what in ((0, 'the batch (dim 0)'), (1, 'the time steps (dim 1)')):
-        expect(not same(out, by(d)), f"you normalised over {what}: LayerNorm normalises each token over its e features, "
-               "the last dim")
-    expect(not torch.isnan(out).any() and not torch.isinf(out).any(), "a constant token (variance 0) gives NaN or inf: "
-           "add eps inside the square root, sqrt(var + eps)")
-    expect(not same(out[ok], by(-1, unbiased=True)[ok]), "use the biased variance (divide by e: correction=0, or "
-           "unbiased=False), as LayerNorm does")
-    expect(not same(out[ok], by(-1, eps_in=False)[ok]), "eps goes inside the square root: (x - mean) / sqrt(var + eps), "
-           "not / (std + eps)")
-    expect(not same(out, (ref - bias) / w) and not same(out, F.layer_norm(x, (e,), None, None, 1e-5)),
-           "scale by weight (γ) and shift by bias (β) after normalising")
-    expect(not same(out, F.layer_norm(x, (e,), w, None, 1e-5)), "add bias (β) after scaling")
-    expect(not same(out, F.layer_norm(x, (e,), None, bias, 1e-5)), "multiply by weight (γ) before adding the bias")
-    expect(same(out, ref, atol=1e-4), "the values differ from F.layer_norm")
+    "Check `fn(x, weight, bias, eps)` against `F.layer_norm` for 2-, 3- and 4-D `x`, float32 and float64, several eps, tiny and zero spread"
+    for x, w, bias, eps in _ln_fixtures():
+        e, args = x.size(-1), (x, w, bias) + (() if eps is None else (eps,))
+        out = _call_like(fn, args, x, "statistics over dim -1 with keepdim=True, e taken from x: x may have any number of leading dims")
+        given, eps = eps is not None, 1e-5 if eps is None else eps
+        ref = F.layer_norm(x, (e,), w, bias, eps)
+        if same(out, ref, atol=1e-4): continue
+        def by(dim, unbiased=False, eps_in=True, eps=eps):
+            mu, var = x.mean(dim, keepdim=True), x.var(dim, keepdim=True, correction=int(unbiased))
+            n = (x - mu) / (torch.sqrt(var + eps) if eps_in else var.sqrt() + eps)
+            return n * w + bias
+        ok = (x.var(-1) > 0)[..., None].expand_as(x)                  # where the wrong versions are finite
+        for d in range(x.dim() - 1):
+            what = 'the batch (dim 0)' if d == 0 else f'the time steps (dim {d})' if d == x.dim() - 2 else f'dim {d}'
+            expect(not same(out, by(d)), f"you normalised over {what}: "
+                   "LayerNorm normalises each token over its e features, the last dim (-1)")
+        expect(not torch.isnan(out).any() and not torch.isinf(out).any(), "a constant token (variance 0) gives NaN or inf: "
+               "add eps inside the square root, sqrt(var + eps)")
+        expect(not same(out[ok], by(-1, unbiased=True)[ok]), "use the biased variance (divide by e: correction=0, or "
+               "unbiased=False), as LayerNorm does")
+        expect(not same(out[ok], by(-1, eps_in=False)[ok]), "eps goes inside the square root: (x - mean) / sqrt(var + eps), "
+               "not / (std + eps)")
+        expect(not same(out, (ref - bias) / w) and not same(out, F.layer_norm(x, (e,), None, None, eps)),
+               "scale by weight (γ) and shift by bias (β) after normalising")
+        expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: normalised * weight + bias")
+        expect(not same(out, F.layer_norm(x, (e,), w, None, eps)), "add bias (β) after scaling")
+        expect(not same(out, F.layer_norm(x, (e,), None, bias, eps)), "multiply by weight (γ) before adding the bias")
+        for other in (1e-5, 1e-6, 1e-12, 0.):
+            wo = F.layer_norm(x, (e,), w, bias, other)
+            expect(other == eps or same(wo, ref, atol=1e-4) or not same(out, wo, atol=1e-4),
+                   f"use the eps you are given (eps={eps:g} here): it looks like you used {other:g}" if given else
+                   f"the default eps is 1e-5, as in nn.LayerNorm: it looks like you used {other:g}")
+        expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm: is e hard-coded somewhere?")
 
 # %% ../nbs/05_block.ipynb #cdc6ccf6
 # @title Solution: layer norm
@@ -57,42 +82,76 @@ def layer_norm(x,         # (..., e)
     var = x.var(-1, keepdim=True, correction=0)                    # (..., 1), the biased variance
     return (x - mu) / torch.sqrt(var + eps) * weight + bias
 
-# %% ../nbs/05_block.ipynb #e9ae5bbf
+# %% ../nbs/05_block.ipynb #2dea0ab5
 # @title check_feedforward
+def _ff_layers(ff, emb, mult):
+    "The two `nn.Linear` of `ff`, after checking their sizes"
+    expect(isinstance(ff, nn.Module), f"return an nn.Module (for example an nn.Sequential), got {type(ff).__name__}")
+    lins = [m for m in ff.modules() if isinstance(m, nn.Linear)]
+    expect(len(lins) == 2, f"use two nn.Linear layers, emb -> mult*emb -> emb; found {len(lins)}")
+    l1, l2 = lins
+    expect(l1.in_features == emb and l2.out_features == emb, f"the MLP maps emb={emb} back to emb: "
+           f"got Linear({l1.in_features}, ...) ... Linear(..., {l2.out_features})")
+    expect(l1.out_features == mult * emb, f"the hidden layer should have mult*emb = {mult * emb} units "
+           f"(emb={emb}, mult={mult}), got {l1.out_features}")
+    expect(l1.bias is not None and l2.bias is not None, "keep the biases of the two Linear layers (bias=True, the default)")
+    return l1, l2
+
+def _ff_dropout(fn, p):
+    "Measure the dropout of `fn(7, 2, p)` in training mode on a large input: where it sits, its rate and its scaling"
+    ff = fn(7, 2, p)
+    l1, l2 = _ff_layers(ff, 7, 2)
+    x = rand(64, 40, 7, seed=21)
+    with torch.no_grad():
+        ref = torch.relu(x @ l1.weight.T + l1.bias) @ l2.weight.T + l2.bias
+        ff.eval()
+        expect(torch.equal(ff(x), ff(x)) and same(ff(x), ref), "in eval mode dropout must be off: use the module nn.Dropout "
+               "(F.dropout(x, p) is on unless you pass training=self.training)")
+        ff.train()
+        y = call_checked(ff, x)
+        expect(not same(y, ref), f"with dropout={p} in training mode the output should be random: end with nn.Dropout(dropout)")
+        zero = y == 0
+        a, b = y[~zero], ref[~zero]
+        c = float((a * b).sum() / (b * b).sum())              # the kept outputs are c * output: c = 1/(1-p) for nn.Dropout
+        expect(bool(zero.any()) and same(a, c * b, atol=1e-4), "dropout sits at the end, on the MLP's output: each output is "
+               "0 or output/(1-p) (yours is not: dropout on the hidden layer or on the input?)")
+        rate = float(zero.float().mean())
+        expect(float(zero.all(-1).float().mean()) < (rate + rate ** 7) / 2, "your dropout zeroes whole tokens: nn.Dropout zeroes "
+               "each output on its own")                      # independent zeros: a token of 7 is all 0 with prob. rate^7
+        expect(abs(rate - (1 - p)) > 0.03, f"nn.Dropout(p) takes the probability to *drop*: you passed the keep "
+               f"probability 1 - p (measured a rate of {rate:.3f} for dropout={p})")
+        expect_rate(rate, p, 0.03, f"with dropout={p} a fraction {p} of the outputs should be 0: pass dropout on to nn.Dropout(dropout)")
+        expect(abs(c - 1) > 1e-3, "the kept outputs are not scaled: nn.Dropout multiplies them by 1/(1-p)")
+        expect_rate(c, 1 / (1 - p), 1e-3, f"the kept outputs should be scaled by 1/(1-p) = {1 / (1 - p):.3f}")
+
 @checker
 def check_feedforward(fn):
     "Check `fn(emb, mult, dropout)`: an `nn.Module` computing Linear(emb, mult*emb) → ReLU → Linear(mult*emb, emb) → Dropout"
-    torch.manual_seed(0)
-    for emb, mult in ((8, 4), (6, 2)):
-        ff = fn(emb, mult) if mult != 4 else fn(emb)
-        expect(isinstance(ff, nn.Module), f"return an nn.Module (for example an nn.Sequential), got {type(ff).__name__}")
-        lins = [m for m in ff.modules() if isinstance(m, nn.Linear)]
-        expect(len(lins) == 2, f"use two nn.Linear layers, emb -> mult*emb -> emb; found {len(lins)}")
-        l1, l2 = lins
-        expect(l1.in_features == emb and l2.out_features == emb, f"the MLP maps emb={emb} back to emb: "
-               f"got Linear({l1.in_features}, ...) ... Linear(..., {l2.out_features})")
-        expect(l1.out_features == mult * emb, f"the hidden layer should have mult*emb = {mult * emb} units "
-               f"(emb={emb}, mult={mult}), got {l1.out_features}")
-        ff.eval()
-        x, x2 = torch.randn(2, 5, emb), torch.randn(2, 5, emb)
-        out = ff(x)
-        expect_shape(out, x.shape)
-        z = ff(torch.zeros_like(x))
-        expect(not same(ff(x + x2) - z, (out - z) + (ff(x2) - z), atol=1e-4),
-               "your MLP is linear: two Linear layers collapse into one — put a ReLU between them")
-        hid = x @ l1.weight.T + l1.bias
-        expect(not same(out, F.gelu(hid) @ l2.weight.T + l2.bias), "use a ReLU between the layers, as in the original "
-               "transformer (GPT-2 uses GELU; our reference is ReLU)")
-        expect(same(out, torch.relu(hid) @ l2.weight.T + l2.bias), "the output differs from Linear -> ReLU -> Linear "
-               "(in eval mode)")
-    ff = fn(8, 4, 0.5)
-    x = torch.randn(4, 16, 8)
-    ff.train()
-    expect(not torch.equal(ff(x), ff(x)), "with dropout=0.5 in training mode the output should be random: "
-           "end with nn.Dropout(dropout)")
-    ff.eval()
-    expect(torch.equal(ff(x), ff(x)), "in eval mode dropout must be off: use the module nn.Dropout "
-           "(F.dropout(x, p) is on unless you pass training=self.training)")
+    with torch.random.fork_rng():                             # repeatable, and your RNG is left alone
+        torch.manual_seed(0)
+        for emb, mult, shape in ((8, None, (1, 5)), (7, 2, (4, 3)), (6, 3, (3, 2, 4))):
+            ff = fn(emb) if mult is None else fn(emb, mult)
+            mult = mult or 4
+            l1, l2 = _ff_layers(ff, emb, mult)
+            x, x2 = rand(*shape, emb, seed=emb), rand(*shape, emb, seed=emb + 1)
+            with torch.no_grad():
+                ff.train()                                    # dropout=0 (the default): no dropout even in training
+                out = call_checked(ff, x)
+                expect_like(out, x)
+                ff.eval()
+                expect(same(out, ff(x)), "with dropout=0 (the default) training mode must not change the output: pass "
+                       "dropout on to nn.Dropout(dropout) (nn.Dropout() alone drops half)")
+                z = ff(torch.zeros_like(x))
+                expect(not same(ff(x + x2) - z, (out - z) + (ff(x2) - z), atol=1e-4),
+                       "your MLP is linear: two Linear layers collapse into one — put a ReLU between them")
+                hid = x @ l1.weight.T + l1.bias
+                expect(not same(out, F.gelu(hid) @ l2.weight.T + l2.bias), "use a ReLU between the layers, as in the original "
+                       "transformer (GPT-2 uses GELU; our reference is ReLU)")
+                expect(same(out, torch.relu(hid) @ l2.weight.T + l2.bias), "the output differs from Linear -> ReLU -> Linear "
+                       "(in eval mode)")
+                xd = x.double()
+                expect_like(copy.deepcopy(ff).double()(xd), xd, 'the output of the float64 module')
+        for p in (0.2, 0.6): _ff_dropout(fn, p)
 
 # %% ../nbs/05_block.ipynb #31824a1f
 # @title Solution: feedforward
@@ -125,42 +184,78 @@ class TransformerBlock(nn.Module):
 
 # %% ../nbs/05_block.ipynb #210a648f
 # @title check_postnorm_block
-def _test_block(prenorm):
-    "A small block in eval mode whose LayerNorms have random, different weights"
-    torch.manual_seed(0)
-    blk = TransformerBlock(16, 4, prenorm=prenorm).eval()
-    with torch.no_grad():
-        for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
-    x = torch.randn(2, 5, 16) * 2
-    pad = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]).bool()
-    return blk, x, pad
+class _Scale(nn.Module):
+    "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output"
+    def forward(self, x): return x * 0.7
+
+def _test_blocks(prenorm):
+    "Small blocks in eval mode (a batch of one, batches of 3 and 4, float64), random LayerNorm weights, `do` a `_Scale`; with inputs and irregular pad masks"
+    out = []
+    with torch.random.fork_rng():                             # repeatable, and your RNG is left alone
+        torch.manual_seed(0)
+        for emb, heads, mult, b, t, kw in ((12, 3, 2, 1, 7, dict(causal=True)), (10, 2, 4, 4, 5, dict(dropout=0.3)),
+                                           (16, 4, 3, 3, 6, dict(dtype=torch.float64))):
+            dtype = kw.pop('dtype', torch.float32)
+            blk = TransformerBlock(emb, heads, mult, prenorm=prenorm, **kw).eval().to(dtype)
+            with torch.no_grad():
+                for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
+            blk.do = _Scale()
+            x = rand(b, t, emb, seed=emb, dtype=dtype) * 2
+            n_pad = randint(0, t - 1, (b,), seed=t)           # front pads, irregular per row; at least one real token
+            pad = torch.arange(t) >= n_pad[:, None]
+            out.append((blk, x, pad))
+    return out
+
+def _block_wrongs(out, wrongs, wrongs_no_do, otherwise):
+    "Fail with the hint of the first wrong output that `out` matches: the usual mistakes with `do` in place, then without it"
+    for w, hint in wrongs + wrongs_no_do: expect(not same(out, w, atol=1e-4), hint)
+    expect(False, otherwise)
+
+def _block_call(fn, blk, x, *args):
+    "`fn(blk, x, *args)` through `call_checked`, `expect`ing a result like `x`"
+    return _call_like(fn, (blk, x) + args, x, "nothing hard-coded: take the sizes from x")
 
 @checker
 def check_postnorm_block(fn):
-    "Check `fn(blk, x, pad_mask)` against LN2(h + ff(h)) with h = LN1(x + attention(x)), and name the usual mistakes"
-    blk, x, pad = _test_block(False)
-    A, F_, N1, N2 = blk.attention, blk.ff, blk.norm1, blk.norm2
-    with torch.no_grad():
-        out = fn(blk, x)
-        expect_shape(out, x.shape)
-        h = N1(x + A(x))
-        wrong = [(N2(F_(N1(A(x)))), "the residuals are missing: add each sublayer's input back, norm(x + sublayer(x))"),
-                 (N2(F_(h)), "the MLP's residual is missing: norm2(h + ff(h))"),
-                 (N2(N1(A(x)) + F_(N1(A(x)))), "the attention's residual is missing: norm1(x + attention(x))"),
-                 ((lambda g: g + F_(N2(g)))(x + A(N1(x))), "that is the pre-norm order (norm before each sublayer): "
-                  "post-norm normalises the sum, norm1(x + attention(x))"),
-                 ((lambda g: g + N2(F_(g)))(x + N1(A(x))), "you normalised the sublayer's output only: normalise the "
-                  "sum, norm1(x + attention(x))"),
-                 ((lambda g: N1(g + F_(g)))(N2(x + A(x))), "the norms are swapped: norm1 follows the attention, norm2 "
-                  "the MLP"),
-                 (N2(h + F_(x)), "feed the MLP the output of the attention sublayer, h, not x"),
-                 (N2(x + A(x) + F_(x + A(x))), "the first norm is missing: h = norm1(x + attention(x))"),
-                 (N1(x + A(x)) + F_(N1(x + A(x))), "the second norm is missing: y = norm2(h + ff(h))")]
-        for w, hint in wrong: expect(not same(out, w, atol=1e-4), hint)
-        expect(same(out, N2(h + F_(h)), atol=1e-5), "the output differs from norm2(h + ff(h)) with h = norm1(x + attention(x))")
-        out = fn(blk, x, pad)
-        hp = N1(x + A(x, pad))
-        expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to blk.attention(x, pad_mask)")
+    "Check `fn(blk, x, pad_mask)` against LN2(h + ff(h)) with h = LN1(x + do(attention(x))), and name the usual mistakes"
+    for blk, x, pad in _test_blocks(False):
+        F_, N1, N2, D = blk.ff, blk.norm1, blk.norm2, blk.do
+        Ao = blk.attention
+        with torch.no_grad():
+            out = _block_call(fn, blk, x)
+            h = N1(x + D(Ao(x)))
+            if not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
+                f"for x of shape {tuple(x.shape)} the output differs from norm2(h + ff(h)) with h = norm1(x + do(attention(x)))")
+            out = _block_call(fn, blk, x, pad)
+            hp = N1(x + D(blk.attention(x, pad)))
+            expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to blk.attention(x, pad_mask)")
+
+def _postnorm_wrongs(blk, x, D):
+    "(wrong output, hint) pairs of the usual post-norm mistakes, with `D` as the attention's dropout"
+    F_, N1, N2, Ao = blk.ff, blk.norm1, blk.norm2, blk.attention
+    A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
+    h = N1(x + A(x))
+    return [(N2(F_(N1(A(x)))), "the residuals are missing: add each sublayer's input back, norm(x + sublayer(x))"),
+            ((lambda g: N2(g + D(F_(g))))(N1(x + Ao(x))), "blk.do is for the attention output (blk.ff ends with its own dropout): "
+             "norm1(x + do(attention(x)))"),
+            (N2(F_(h)), "the MLP's residual is missing: norm2(h + ff(h))"),
+            (N2(N1(A(x)) + F_(N1(A(x)))), "the attention's residual is missing: norm1(x + attention(x))"),
+            ((lambda g: g + F_(N2(g)))(x + A(N1(x))), "that is the pre-norm order (norm before each sublayer): "
+             "post-norm normalises the sum, norm1(x + attention(x))"),
+            ((lambda g: g + N2(F_(g)))(x + N1(A(x))), "you normalised the sublayer's output only: normalise the "
+             "sum, norm1(x + attention(x))"),
+            ((lambda g: N1(g + F_(g)))(N2(x + A(x))), "the norms are swapped: norm1 follows the attention, norm2 "
+             "the MLP"),
+            (N2(h + F_(x)), "feed the MLP the output of the attention sublayer, h, not x"),
+            (N1(h + F_(h)), "the second sublayer has its own norm: norm2(h + ff(h)), not norm1"),
+            (N2(x + F_(h)), "the second residual adds h, the output of the attention sublayer, not x: norm2(h + ff(h))"),
+            (N2(x + A(x) + F_(x + A(x))), "the first norm is missing: h = norm1(x + attention(x))"),
+            (N1(x + A(x)) + F_(N1(x + A(x))), "the second norm is missing: y = norm2(h + ff(h))"),
+            ((lambda g: N2(g + F_(g)))(N1(x + Ao(x))), "apply blk.do (the dropout) to the attention output, before the "
+             "residual sum: norm1(x + do(attention(x)))"),
+            (N2(h + D(F_(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
+            ((lambda g: N2(g + F_(g)))(D(N1(x + Ao(x)))), "blk.do goes on the attention output, inside the residual: "
+             "norm1(x + do(attention(x))), not after the norm")]
 
 # %% ../nbs/05_block.ipynb #6f30bcf1
 # @title Solution: post-norm block
@@ -173,34 +268,49 @@ def postnorm_block(blk, x, pad_mask=None, cache=None):
 # @title check_prenorm_block
 @checker
 def check_prenorm_block(fn):
-    "Check `fn(blk, x, pad_mask)` against h + ff(LN2(h)) with h = x + attention(LN1(x)), and name the usual mistakes"
-    blk, x, pad = _test_block(True)
-    A, F_, N1, N2 = blk.attention, blk.ff, blk.norm1, blk.norm2
-    with torch.no_grad():
-        out = fn(blk, x)
-        expect_shape(out, x.shape)
-        h = x + A(N1(x))
-        wrong = [((lambda g: N2(g + F_(g)))(N1(x + A(x))), "that is the post-norm order (norm after the sum): pre-norm "
-                  "normalises the sublayer's input, x + attention(norm1(x))"),
-                 (F_(N2(A(N1(x)))), "the residuals are missing: x + attention(norm1(x)), then h + ff(norm2(h))"),
-                 (F_(N2(h)), "the MLP's residual is missing: h + ff(norm2(h))"),
-                 ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: h = x + attention(norm1(x))"),
-                 ((lambda g: (lambda n: n + F_(n))(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not "
-                  "norm(x): x + attention(norm1(x))"),
-                 ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): "
-                  "x + attention(norm1(x))"),
-                 ((lambda g: g + F_(N1(g)))(x + A(N2(x))), "the norms are swapped: norm1 goes before the attention, "
-                  "norm2 before the MLP"),
-                 (h + F_(N2(x)), "feed the MLP norm2(h), the output of the attention sublayer, not norm2(x)"),
-                 (h + F_(h), "the second norm is missing: h + ff(norm2(h))"),
-                 (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: x + attention(norm1(x))")]
-        for w, hint in wrong: expect(not same(out, w, atol=1e-4), hint)
-        expect(not same(out, N2(h + F_(N2(h))), atol=1e-4), "no norm at the end of a pre-norm block: the final "
-               "LayerNorm comes once, after the last block")
-        expect(same(out, h + F_(N2(h)), atol=1e-5), "the output differs from h + ff(norm2(h)) with h = x + attention(norm1(x))")
-        out = fn(blk, x, pad)
-        hp = x + A(N1(x), pad)
-        expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to blk.attention(..., pad_mask)")
+    "Check `fn(blk, x, pad_mask)` against h + ff(LN2(h)) with h = x + do(attention(LN1(x))), and name the usual mistakes"
+    for blk, x, pad in _test_blocks(True):
+        F_, N1, N2, D, Ao = blk.ff, blk.norm1, blk.norm2, blk.do, blk.attention
+        with torch.no_grad():
+            out = _block_call(fn, blk, x)
+            h = x + D(Ao(N1(x)))
+            if not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
+                f"for x of shape {tuple(x.shape)} the output differs from h + ff(norm2(h)) with h = x + do(attention(norm1(x)))")
+            out = _block_call(fn, blk, x, pad)
+            hp = x + D(Ao(N1(x), pad))
+            expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to blk.attention(..., pad_mask)")
+
+def _prenorm_wrongs(blk, x, D):
+    "(wrong output, hint) pairs of the usual pre-norm mistakes, with `D` as the attention's dropout"
+    F_, N1, N2, Ao = blk.ff, blk.norm1, blk.norm2, blk.attention
+    A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
+    h = x + A(N1(x))
+    return [((lambda g: N2(g + F_(g)))(N1(x + A(x))), "that is the post-norm order (norm after the sum): pre-norm "
+             "normalises the sublayer's input, x + attention(norm1(x))"),
+            ((lambda g: g + D(F_(N2(g))))(x + Ao(N1(x))), "blk.do is for the attention output (blk.ff ends with its own dropout): "
+             "x + do(attention(norm1(x)))"),
+            (F_(N2(A(N1(x)))), "the residuals are missing: x + attention(norm1(x)), then h + ff(norm2(h))"),
+            (F_(N2(h)), "the MLP's residual is missing: h + ff(norm2(h))"),
+            ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: h = x + attention(norm1(x))"),
+            ((lambda g: (lambda n: n + F_(n))(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not "
+             "norm(x): x + attention(norm1(x))"),
+            ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): "
+             "x + attention(norm1(x))"),
+            ((lambda g: g + F_(N1(g)))(x + A(N2(x))), "the norms are swapped: norm1 goes before the attention, "
+             "norm2 before the MLP"),
+            (h + F_(N2(x)), "feed the MLP norm2(h), the output of the attention sublayer, not norm2(x)"),
+            (h + F_(N1(h)), "the second sublayer has its own norm: h + ff(norm2(h)), not norm1"),
+            (x + F_(N2(h)), "the second residual adds h, the output of the attention sublayer, not x: h + ff(norm2(h))"),
+            (h + F_(h), "the second norm is missing: h + ff(norm2(h))"),
+            (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: x + attention(norm1(x))"),
+            (N2(h + F_(N2(h))), "no norm at the end of a pre-norm block: the final LayerNorm comes once, after "
+             "the last block"),
+            ((lambda g: g + F_(N2(g)))(x + Ao(N1(x))), "apply blk.do (the dropout) to the attention output, before "
+             "the residual sum: x + do(attention(norm1(x)))"),
+            (h + D(F_(N2(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
+            ((lambda g: g + F_(N2(g)))(D(x + Ao(N1(x)))), "blk.do goes on the attention output, inside the residual "
+             "branch: x + do(attention(norm1(x))), not on the sum"),
+            ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input")]
 
 # %% ../nbs/05_block.ipynb #dd2bca5e
 # @title Solution: pre-norm block

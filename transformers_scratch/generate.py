@@ -4,44 +4,90 @@
 
 # %% auto #0
 __all__ = ['check_sample', 'sample', 'check_top_k', 'top_k_filter', 'check_top_p', 'top_p_filter', 'min_p_filter',
-           'check_sampling_args', 'next_token', 'generate', 'encode_chars', 'generate_text']
+           'check_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
 
 # %% ../nbs/20_generate.ipynb #756f6e67
 import math, operator, torch, torch.nn.functional as F
 from .core import TODO, CheckError, checker, expect, expect_shape, same
 
 # %% ../nbs/20_generate.ipynb #615b52d2
+from .core import call_checked, expect_like, expect_rate, rand, randint
+
 def _freqs(ids, v):
     "How often each of the `v` token ids occurs in `ids`"
     return torch.bincount(ids.flatten(), minlength=v).float() / ids.numel()
 
+def _call_on(fn, z, *args):
+    "`fn(z, *args)` through `call_checked`; if it raises, say which fixture (a batch of one, 3-D, another dtype) and why that may be"
+    try: return call_checked(fn, z, *args)
+    except (CheckError, TODO): raise
+    except Exception as ex:
+        what = (f"a batch of one row {tuple(z.shape)}: a stray .squeeze(), or a size hard-coded?" if z.dim() == 2 and z.size(0) == 1 else
+                f"3-D logits {tuple(z.shape)}: work on the last dim (dim=-1, [..., -1:]) so that any leading dims work" if z.dim() > 2 else
+                f"{z.dtype} logits: keep the logits' dtype (fill with float('-inf'), build masks with torch.*_like)" if z.dtype != torch.float32
+                else f"logits of shape {tuple(z.shape)}: nothing hard-coded (take sizes from the logits)")
+        raise CheckError(f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on {what}") from None
+
 # %% ../nbs/20_generate.ipynb #57a95947
+def _sample_wrongs(z, T, f, tol):
+    "Fail with a hint if the frequencies `f` (b, v) of ids drawn from rows `z` (b, v) at temperature `T` follow a typical wrong distribution"
+    b, v = z.shape
+    p = F.softmax(z / T, -1)
+    near = lambda q: bool((f - q).abs().max() < tol)
+    wrong = [(F.softmax(z * T, -1), "you multiplied the logits by the temperature: divide them, logits / T"),
+             (z.clamp(min=0) / z.clamp(min=0).sum(-1, keepdim=True), "you sampled from the logits: turn them into probabilities with softmax first"),
+             (F.softmax(z, -1), "the temperature has no effect: divide the logits by it before the softmax"),
+             (F.softmax(z / T ** 2, -1), "the temperature is applied twice: divide the logits by it once"),
+             (torch.full((b, v), 1 / v), "every token came out equally often: softmax over the vocabulary (dim=-1)"),
+             ((lambda q: q / q.sum(-1, keepdim=True))(F.softmax(z / T, 0)), "softmax over the vocabulary (dim=-1), not over the batch"),
+             (F.one_hot(z.argmax(-1), v).float(), "you always took the most likely token: draw from the distribution with torch.multinomial"),
+             (p[:1].expand(b, v), "every row was drawn from the first row's distribution: draw one id per row (torch.multinomial(probs, 1))"),
+             (p.sort(-1, descending=True).values, "the ids are positions in the sorted order: map them back to token ids")]
+    for q, hint in wrong:
+        if T == 1 and 'temperature' in hint: continue
+        expect(not near(q), hint)
+    expect(not bool((f.max(-1).values == 1).all()), "every row gave one id in all its draws: draw a fresh random number for each "
+           "row (torch.multinomial(probs, 1) does that), rows are drawn independently")
+    never = (f.sum(0) == 0) & (p.max(0).values > 0.02)        # tokens that should come out but never did
+    if never.any(): expect(False, f"token ids >= {int(never.nonzero()[0])} never came out (v={v}): is the vocabulary size hard-coded?")
+
 @checker
 def check_sample(fn):
-    "Check `fn(logits, temperature)`: one id per row of `logits` (b, v), drawn from softmax(logits / temperature)"
-    z, n, tol = torch.tensor([2.0, 1.0, 0.5, 0.2, 0.1]), 20_000, 0.02
-    with torch.random.fork_rng():                        # the check is repeatable and leaves your RNG alone
+    "Check `fn(logits, temperature)`: one id per row of `logits` (b, v), drawn from softmax(logits / temperature), rows independent"
+    n, tol = 10_000, 0.025                                   # draws per row; sd of a frequency <= 0.005, so tol is 5 sd
+    with torch.random.fork_rng():                            # the check is repeatable and leaves your RNG alone
         torch.manual_seed(0)
-        for T in (0.5, 2.0):
-            out = fn(z.expand(n, 5).clone(), T)
+        for b, v, T in ((3, 5, 0.5), (4, 11, 2.0), (3, 7, None)):
+            z = rand(b, v, seed=v) * 1.5                      # every row different, negative logits too
+            Z = z.repeat(n, 1)                                # (n * b, v): row r of z at rows r, r + b, r + 2b, ...
+            try: out = _call_on(fn, Z) if T is None else _call_on(fn, Z, T)
+            except CheckError as e:
+                if 'probability' in str(e): raise CheckError("you sampled from the logits: turn them into probabilities with softmax first") from None
+                raise
             expect(isinstance(out, torch.Tensor), f"return a tensor of token ids, got {type(out).__name__}")
-            expect(tuple(out.shape) != (n, 1), "torch.multinomial returns (b, 1): drop the last dim to get (b,)")
-            expect_shape(out, (n,), 'the sampled ids')
+            expect(tuple(out.shape) != (n * b, 1), "torch.multinomial returns (b, 1): drop the last dim to get (b,)")
+            expect_shape(out, (n * b,), 'the sampled ids')
             expect(not out.dtype.is_floating_point, f"return token ids (integers), got {out.dtype}")
-            expect(bool(((out >= 0) & (out < 5)).all()), "the ids should be positions in the vocabulary, 0 <= id < v")
-            f = _freqs(out.long(), 5)
-            near = lambda p: bool((f - p).abs().max() < tol)
-            if near(F.softmax(z / T, -1)): continue
-            expect(not near(F.softmax(z * T, -1)), "you multiplied the logits by the temperature: divide them, logits / T")
-            expect(not near(z / z.sum()), "you sampled from the logits: turn them into probabilities with softmax first")
-            expect(not near(F.softmax(z, -1)), "the temperature has no effect: divide the logits by it before the softmax")
-            expect(not near(torch.full((5,), 0.2)), "every token came out equally often: softmax over the vocabulary (dim=-1)")
-            expect(not near(F.one_hot(z.argmax(), 5).float()), "you always took the most likely token: draw from the distribution with torch.multinomial")
-            expect(False, f"at T={T} the samples do not follow softmax(logits / T)")
-        try: fn(torch.tensor([[-1.0, 0.5, -2.0]]), 1.0)   # logits can be negative; probabilities cannot
-        except RuntimeError as e:
-            if 'probability' in str(e): raise CheckError("you sampled from the logits: turn them into probabilities with softmax first") from None
-            raise
+            expect(out.dtype == torch.long, f"return the ids as a LongTensor (torch.long, as torch.multinomial gives), got {out.dtype}")
+            expect(out.device.type == z.device.type, f"return the ids on the logits' device ({z.device.type}), got {out.device.type}")
+            expect(bool(((out >= 0) & (out < v)).all()), f"the ids should be positions in the vocabulary, 0 <= id < v (v={v} here)")
+            ids = out.view(n, b)
+            f = torch.stack([_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
+            if not bool((f - F.softmax(z / (T or 1.0), -1)).abs().max() < tol):
+                _sample_wrongs(z, T or 1.0, f, tol)
+                expect(T is not None, "without a temperature the samples do not follow softmax(logits): the default temperature is 1.0")
+                expect(False, f"at T={T} the samples do not follow softmax(logits / T) row by row (each token within ± {tol})")
+            p = F.softmax(z[0] / (T or 1.0), -1)              # rows 0, b, 2b... share one distribution: drawn independently,
+            expect_rate((ids[1:, 0] == ids[:-1, 0]).float().mean(), (p * p).sum(), 0.03,   # two of them agree with prob. sum(p²)
+                        "the rows are not drawn independently: one random draw per row (torch.multinomial(probs, 1) does that)")
+        z = rand(1, 6, seed=1)
+        out = _call_on(fn, z, 0.7)
+        expect(isinstance(out, torch.Tensor) and tuple(out.shape) != (), "for a batch of one row the result is (1,): a stray .squeeze()?")
+        expect_shape(out, (1,), 'the id sampled from a batch of one row')
+        for dt in (torch.float64, torch.bfloat16):
+            out = _call_on(fn, rand(5, 9, seed=2, dtype=dt), 0.8)
+            expect_shape(out, (5,), f'the ids sampled from {dt} logits')
+            expect(out.dtype == torch.long, f"return the ids as a LongTensor whatever the logits' dtype, got {out.dtype} for {dt} logits")
 
 # %% ../nbs/20_generate.ipynb #0879f976
 # @title Solution: sample
@@ -56,42 +102,75 @@ def sample(logits,            # (..., v) next-token logits
 
 # %% ../nbs/20_generate.ipynb #6ea044b5
 def _slow_top_k(logits, k):
-    "Bool mask of the `k` largest entries of each row, by sorting Python lists"
-    keep = torch.zeros_like(logits, dtype=torch.bool)
-    for r, row in enumerate(logits.tolist()):
+    "Bool mask of the `k` largest entries of each row (over the last dim), by sorting Python lists"
+    rows = logits.reshape(-1, logits.size(-1)).float()
+    keep = torch.zeros_like(rows, dtype=torch.bool)
+    for r, row in enumerate(rows.tolist()):
         for j in sorted(range(len(row)), key=lambda j: -row[j])[:k]: keep[r, j] = True
-    return keep
+    return keep.view(logits.shape)
 
 def _dropped(out):
     "Where a filter removed a token: -inf (or any fill below -1e30, such as `torch.finfo(dtype).min`)"
-    return out < -1e30
+    return out <= max(-1e30, torch.finfo(out.dtype).min) if out.is_floating_point() else torch.zeros_like(out, dtype=torch.bool)
 
 def _probs_hint(out):
     "Fail if `out` looks like probabilities (rows of non-negative numbers adding up to 1) instead of logits"
-    expect(not (bool(((out >= 0) & (out <= 1)).all()) and same(out.sum(-1), torch.ones(out.shape[:-1]))),
+    expect(not (bool(((out >= 0) & (out <= 1)).all()) and same(out.float().sum(-1), torch.ones(out.shape[:-1]), atol=1e-2)),
            "you returned probabilities: return the logits, with -inf where a token is removed (the softmax comes later)")
+
+def _filter_wrongs(fn, logits, out, ref, arg):
+    "Hints shared by the top-k and top-p checks, for an `out` whose kept tokens are not `ref`"
+    _probs_hint(out)
+    expect(not bool(((out == 0) & ~ref).any()), "the removed logits are 0: set them to -inf, so that their probability becomes exactly 0")
+    expect(not torch.equal(out < -1e4, ~ref), "fill the removed logits with -inf (or torch.finfo(dtype).min), not a finite "
+           "number such as -1e9 or -1e4")
+    if logits.dim() > 2:
+        flat = fn(logits.reshape(-1, logits.size(-1)).clone(), arg)
+        expect(not (isinstance(flat, torch.Tensor) and torch.equal(~_dropped(flat), ref.reshape(flat.shape))),
+               f"right on 2-D logits but wrong on 3-D {tuple(logits.shape)}: work on the last dim (dim=-1, [..., -1:]), any leading dims")
+
+def _filter_out(fn, z, arg, what):
+    "Call a filter `fn(z, arg)` with the checks every filter shares: inputs untouched, shape, dtype and device"
+    out = _call_on(fn, z, arg)
+    expect(not (isinstance(out, torch.Tensor) and z.size(0) == 1 and out.shape == z.shape[1:]),
+           "for a batch of one row the result is (1, v): a stray .squeeze()?")
+    expect_like(out, z, what)
+    expect(not bool(out.isnan().any()), "your logits contain NaN (0 * -inf is NaN): use masked_fill, not a multiplication by a mask")
+    return out
 
 # %% ../nbs/20_generate.ipynb #d8f81883
 @checker
 def check_top_k(fn):
-    "Check `fn(logits, k)`: the `k` largest logits of each row unchanged, the others -inf"
-    logits = torch.randn(4, 10, generator=torch.Generator().manual_seed(0))
-    for k in (1, 3, 7):
-        out = fn(logits.clone(), k)
-        expect_shape(out, logits.shape, f'the filtered logits for k={k}')
+    "Check `fn(logits, k)`: the `k` largest logits of each row unchanged, the others -inf; any leading dims, float32/64 and bfloat16"
+    z = rand(4, 10, seed=0)
+    bf = (randint(0, 10, (2, 12), seed=3) + torch.stack([torch.randperm(12, generator=torch.Generator().manual_seed(s)) for s in (4, 5)]) * 10
+          ).bfloat16() / 8                                # distinct values, exact in bfloat16
+    cases = [(z, 1), (z, 3), (z, 7), (rand(1, 6, seed=1), 2), (rand(2, 3, 9, seed=2), 4), (rand(3, 13, seed=6), 12),
+             (rand(3, 8, seed=7, dtype=torch.float64), 3), (bf, 5)]
+    for logits, k in cases + [(rand(3, 10, seed=10), 15), (rand(3, 13, seed=13), 13), (rand(3, 13, seed=14), 20)]:
+        v = logits.size(-1)
+        try: out = _filter_out(fn, logits, k, f'the filtered logits for k={k}')
+        except CheckError as e:
+            if k < v or 'raised' not in str(e): raise
+            raise CheckError(f"k as large as the vocabulary or larger (k={k}, v={v}) must keep every token: use min(k, v) ({e})") from None
+        if k >= v: expect(bool((~_dropped(out)).all()) and same(out, logits), f"k as large as the vocabulary or larger (k={k}, v={v}) must "
+                          "keep every token: use min(k, v)")
         keep, ref = ~_dropped(out), _slow_top_k(logits, k)
         if bool((keep == ref).all()):
             expect(torch.equal(out[keep], logits[keep]), "the kept logits changed: leave them as they are, only the others become -inf")
             continue
-        _probs_hint(out)
-        expect(not bool(((out == 0) & ~ref).any()), "the removed logits are 0: set them to -inf, so that their probability becomes exactly 0")
+        _filter_wrongs(fn, logits, out, ref, k)
         expect(not bool((keep == _slow_top_k(-logits, k)).all()), "you kept the k smallest logits: keep the k largest (torch.topk returns the largest)")
+        expect(not bool((keep == _slow_top_k(logits.reshape(1, -1), k).view(logits.shape)).all()),
+               "you kept the k largest logits of the whole batch: keep the k largest of each row (topk over dim=-1)")
+        expect(not (logits.dim() == 2 and torch.equal(keep, _slow_top_k(logits.T, min(k, logits.size(0))).T)),
+               "you took the top k down the batch (dim 0): take them along each row, torch.topk(logits, k, dim=-1)")
         n = keep.sum(-1)
         expect(not bool((n == k + 1).all()), f"off by one: you kept {k + 1} tokens for k={k}; keep the logits >= the k-th largest")
         expect(not bool((n == k - 1).all()), f"off by one: you kept {k - 1} tokens for k={k}; keep the logits >= the k-th largest")
-        expect(False, f"for k={k} the wrong tokens were kept: keep the k largest logits of each row (per row, not over the batch)")
-    out = fn(logits.clone(), 15)
-    expect(bool((~_dropped(out)).all()) and same(out, logits), "k larger than the vocabulary must keep every token: use min(k, v)")
+        expect(not bool((n == k).all()), f"for k={k} the wrong tokens were kept: keep the k largest logits of each row")
+        expect(False, f"for k={k} and logits of shape {tuple(logits.shape)} each row should keep {k} tokens, you kept {n.flatten().tolist()[:6]}: "
+               "is a size hard-coded?")
 
 # %% ../nbs/20_generate.ipynb #e01aad91
 # @title Solution: top_k_filter
@@ -105,37 +184,41 @@ def top_k_filter(logits,   # (..., v)
 
 # %% ../nbs/20_generate.ipynb #88002ea9
 def _slow_top_p(probs, p):
-    "Bool mask of the nucleus of each row of `probs`: walk down the sorted probabilities until they add up to `p`"
-    keep = torch.zeros_like(probs, dtype=torch.bool)
-    for r, row in enumerate(probs.tolist()):
+    "Bool mask of the nucleus of each row of `probs` (over the last dim): walk down the sorted probabilities until they add up to `p`"
+    rows = probs.reshape(-1, probs.size(-1)).float()
+    keep = torch.zeros_like(rows, dtype=torch.bool)
+    for r, row in enumerate(rows.tolist()):
         total = 0.
         for j in sorted(range(len(row)), key=lambda j: -row[j]):
             keep[r, j] = True
             total += row[j]
             if total >= p: break
-    return keep
+    return keep.view(probs.shape)
 
 # %% ../nbs/20_generate.ipynb #2d1bc7a8
 _TOP_P_ROWS = torch.tensor([[0.05, 0.45, 0.15, 0.25, 0.10],    # running totals, largest first: .45 .70 .85 .95 1
                             [0.30, 0.05, 0.20, 0.10, 0.35],    # .35 .65 .85 .95 1
                             [0.22, 0.18, 0.26, 0.14, 0.20]])   # .26 .48 .68 .86 1
 _TOP_P_PS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0)    # >= .04 away from every running total (smallest first too): no rounding ties
+_TOP_P_ONE = torch.tensor([[0.02, 0.30, 0.08, 0.12, 0.25, 0.05, 0.15, 0.03]])   # .30 .55 .70 .82 .90 .95 .98 1
+_TOP_P_3D = torch.tensor([[[0.40, 0.11, 0.05, 0.20, 0.15, 0.09], [0.06, 0.33, 0.27, 0.04, 0.18, 0.12]],   # .40 .60 .75 .86 .95 1; .33 .60 .78 .90 .96 1
+                          [[0.22, 0.19, 0.25, 0.08, 0.14, 0.12], [0.50, 0.03, 0.17, 0.07, 0.13, 0.10]]])  # .25 .47 .66 .80 .92 1; .50 .67 .80 .90 .97 1
 
 @checker
 def check_top_p(fn):
     "Check `fn(logits, p)`: the smallest set of most probable tokens with total probability >= `p` kept, the others -inf"
-    probs = _TOP_P_ROWS
-    logits = probs.log() + 1.5                          # logits, not probabilities: softmax(logits) == probs
-    srt, idx = probs.sort(-1, descending=True)
-    for p in _TOP_P_PS:
-        out = fn(logits.clone(), p)
-        expect_shape(out, logits.shape, f'the filtered logits for p={p}')
+    cases = [(_TOP_P_ROWS, p, torch.float32) for p in _TOP_P_PS] + [
+        (_TOP_P_ONE, 0.5, torch.float32), (_TOP_P_ONE, 0.86, torch.float32), (_TOP_P_3D, 0.55, torch.float32),
+        (_TOP_P_ROWS, 0.6, torch.float64), (_TOP_P_ROWS, 0.8, torch.bfloat16)]
+    for probs, p, dt in cases:
+        logits = (probs.log() + 1.5).to(dt)                 # logits, not probabilities: softmax(logits) == probs
+        out = _filter_out(fn, logits, p, f'the filtered logits for p={p}')
         keep, ref = ~_dropped(out), _slow_top_p(probs, p)
         if bool((keep == ref).all()):
             expect(torch.equal(out[keep], logits[keep]), "the kept logits changed: leave them as they are, only the others become -inf")
             continue
-        _probs_hint(out)
-        expect(not bool(((out == 0) & ~ref).any()), "the removed logits are 0: set them to -inf, so that their probability becomes exactly 0")
+        _filter_wrongs(fn, logits, out, ref, p)
+        srt, idx = probs.sort(-1, descending=True)
         sorted_mask = srt.cumsum(-1) - srt < p                    # the right mask, but in sorted order
         expect(not bool((keep == sorted_mask).all()), "the mask is in sorted order: scatter it back to the token positions (mask.scatter(-1, idx, mask))")
         crossing = torch.zeros_like(keep).scatter(-1, idx, srt.cumsum(-1) <= p)
@@ -143,6 +226,7 @@ def check_top_p(fn):
         asc, aidx = probs.sort(-1)                                # walking up from the least probable token
         ascending = torch.zeros_like(keep).scatter(-1, aidx, asc.cumsum(-1) - asc < p)
         expect(not bool((keep == ascending).all()), "you kept the least probable tokens: sort in decreasing order (descending=True)")
+        expect(not bool((keep == _slow_top_p(probs, 0.9)).all()) or p == 0.9, f"you kept the nucleus for p=0.9, not for the p you were given (p={p})")
         expect(False, f"for p={p} the wrong tokens were kept: keep the most probable tokens until their probabilities add up to p")
 
 # %% ../nbs/20_generate.ipynb #a8b728ea
@@ -218,8 +302,78 @@ def _check_prompt(prompt, n_tokens=None):
         raise ValueError(f"prompt: token ids must be in [0, {n_tokens}) for this model, got ids from {int(prompt.min())} to {int(prompt.max())}")
     return prompt.long()
 
+# %% ../nbs/20_generate.ipynb #5a7c0b12
+class KVCache:
+    "Keys and values of every block of `model` in preallocated (b, h, seq_len, s) tensors, written in place"
+    def __init__(self, model, b=1, dtype=None, device=None):
+        p = next(model.parameters())
+        dtype, device = dtype or p.dtype, device or p.device
+        self.seq_len, self.n, self.static = model.seq_len, 0, False
+        self.pos = torch.zeros(1, dtype=torch.long, device=device)   # static mode: where the one new token goes
+        self.slots = torch.arange(self.seq_len, device=device)
+        self.layers = []
+        for blk in model.blocks:
+            a = blk.attention
+            shape = (b, a.heads, self.seq_len, a.tokeys.out_features // a.heads)
+            self.layers.append(_LayerCache(self, torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device)))
+    def __len__(self): return len(self.layers)
+    def __getitem__(self, i): return self.layers[i]
+    def reset(self): self.n = 0
+    def positions(self, x):
+        "The positions of the new tokens `x` (b, t); in eager mode they are taken (`n` moves on)"
+        if self.static: return self.pos
+        t = x.size(-1)
+        if self.n + t > self.seq_len:
+            raise ValueError(f"x: {self.n} cached + {t} new positions are more than the model's seq_len={self.seq_len}; reset() the cache")
+        self.start, self.n = self.n, self.n + t
+        return torch.arange(self.start, self.n, device=x.device)
+
+class _LayerCache:
+    "One block's slots in a `KVCache`: `update` stores the new keys and values and returns all of them"
+    def __init__(self, kv, k, v): self.kv, self.k, self.v = kv, k, v
+    def update(self, k, v, pad_mask=None):   # k, v: (b, h, t, s) of the new positions
+        if pad_mask is not None: raise ValueError("pad_mask: a KVCache holds unpadded sequences; use a cache dict for padded ones")
+        kv = self.kv
+        if kv.static:                        # one new token at position kv.pos; all seq_len slots, the unwritten ones masked
+            self.k.index_copy_(2, kv.pos, k); self.v.index_copy_(2, kv.pos, v)
+            return self.k, self.v, (kv.slots <= kv.pos).expand(k.size(0), -1)
+        self.k[:, :, kv.start:kv.n] = k; self.v[:, :, kv.start:kv.n] = v
+        return self.k[:, :, :kv.n], self.v[:, :, :kv.n], None
+
+class _GraphStep:
+    "One decoding step of `model` with `kv` (one token at position `kv.n`), recorded as a CUDA graph and replayed"
+    def __init__(self, model, kv):
+        self.kv, self.model, dev = kv, model, kv.pos.device
+        self.tok, self.graph = torch.zeros(1, 1, dtype=torch.long, device=dev), None
+        if dev.type != 'cuda': return         # elsewhere the static step runs eagerly (the same numbers: tests)
+        kv.static = True
+        try:
+            kv.pos.fill_(kv.n)                # warm-up and capture write only the slot the first real step overwrites
+            s = torch.cuda.Stream(dev); s.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(s):
+                for _ in range(2): model(self.tok, cache=kv)
+            torch.cuda.current_stream(dev).wait_stream(s)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph): self.logits = model(self.tok, cache=kv)[0, -1]   # (v,)
+        finally: kv.static = False
+    def __call__(self, tok):
+        self.tok.copy_(tok.view(1, 1)); self.kv.pos.fill_(self.kv.n)
+        if self.graph is not None: self.graph.replay()
+        else:
+            self.kv.static = True
+            try: self.logits = self.model(self.tok, cache=self.kv)[0, -1]
+            finally: self.kv.static = False
+        self.kv.n += 1
+        return self.logits
+
 # %% ../nbs/20_generate.ipynb #06ae8be3
-def _cached_len(cache): return cache[0]['k'].size(2) if 'k' in cache[0] else 0
+def _cached_len(cache): return cache.n if isinstance(cache, KVCache) else cache[0]['k'].size(2) if 'k' in cache[0] else 0
+
+def _new_cache(model):
+    "A preallocated `KVCache` for a model made of blocks of `SelfAttention`, else the model's own (dicts)"
+    blocks = getattr(model, 'blocks', None)
+    if blocks is not None and all(hasattr(getattr(b, 'attention', None), 'tokeys') for b in blocks): return KVCache(model)
+    return model.new_cache()
 
 # %% ../nbs/20_generate.ipynb #8af5ecae
 @torch.no_grad()
@@ -232,6 +386,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cac
              generator=None,    # a `torch.Generator`, for reproducible sampling...
              seed=None,         # ...or a seed to make one from
              exclude=None,      # token ids never to generate (fastai's `xxunk`, say)
+             cuda_graph=None,   # replay each cached one-token step as a CUDA graph (None: on CUDA devices)
             ):
     "The `prompt` followed by `n` new token ids, as a 1-D LongTensor on the prompt's device"
     check_sampling_args(temperature, top_k, top_p, min_p, greedy)
@@ -246,20 +401,24 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cac
     if n == 0: return prompt.clone()
     dev, L = next(model.parameters()).device, model.seq_len
     if seed is not None: generator = torch.Generator(device=dev).manual_seed(_integer('seed', seed))
+    if cuda_graph is None: cuda_graph = dev.type == 'cuda'
     was_training = model.training
     model.eval()
     try:
         seq = prompt.to(dev)
-        kv = model.new_cache() if cache else None
+        kv = _new_cache(model) if cache else None
         logits = model(seq[-L:][None], cache=kv)[0, -1]                          # prefill: (v,)
+        step = None
         new = []
         for i in range(n):
             tok = next_token(logits, temperature, top_k, top_p, min_p, greedy, generator, exclude).view(1)
             new.append(tok); seq = torch.cat([seq, tok])
             if i == n - 1: break
-            if cache and _cached_len(kv) < L: logits = model(tok[None], cache=kv)[0, -1]   # one new position
+            if cache and _cached_len(kv) < L:                                     # one new position
+                if step is None and cuda_graph and isinstance(kv, KVCache): step = _GraphStep(model, kv)
+                logits = step(tok) if step is not None else model(tok[None], cache=kv)[0, -1]
             else:                                                                 # no cache, or the window slides
-                kv = model.new_cache() if cache else None
+                kv = (kv.reset() or kv) if isinstance(kv, KVCache) else model.new_cache() if cache else None
                 logits = model(seq[-L:][None], cache=kv)[0, -1]
     finally: model.train(was_training)
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 import pandas as pd
 import torch, torch.nn.functional as F
+from fastcore.basics import chunked
 from fastai.data.core import DataLoaders
 from fastai.data.load import DataLoader
 from fastai.data.block import DataBlock, ColReader, ColSplitter
@@ -21,16 +22,15 @@ from fastai.text.data import TextBlock
 from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import AvgLoss, Perplexity, accuracy
-from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
-from fastai.callback.fp16 import *              # to_bf16
 from fastai.torch_core import set_seed
-from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device
+from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
 from .masks import neg_fill
 from .models import GenerationTransformer
 from .generate import encode_chars, generate_text, check_sampling_args
 from .data import shakespeare_text, imdb_sample_df
+from .training import adamw, speed_up, data_parallel, launch_device, is_main_process, single_process
 
 # %% ../nbs/21_lm.ipynb #4427cfbc
 class CharVocab:
@@ -46,6 +46,8 @@ class CharVocab:
     def __repr__(self): return f"CharVocab({len(self)} characters: {''.join(self.itos)!r})"
 
 # %% ../nbs/21_lm.ipynb #353e677c
+from .core import call_checked, expect_like, rand, randint
+
 def _slow_lm_pair(ids, i, seq_len):
     "x[j] = ids[i+j] and y[j] = ids[i+j+1], one position at a time"
     return (torch.tensor([int(ids[i + j]) for j in range(seq_len)]), torch.tensor([int(ids[i + j + 1]) for j in range(seq_len)]))
@@ -53,22 +55,37 @@ def _slow_lm_pair(ids, i, seq_len):
 # %% ../nbs/21_lm.ipynb #03d4b015
 @checker
 def check_lm_pair(fn):
-    "Check `fn(ids, i, seq_len)`: the window `x` at `i` and its targets `y`, the same window shifted by one"
-    ids = torch.arange(100, 160)                                  # the value tells where a token came from
-    for i, n in ((17, 5), (3, 8), (51, 8)):                      # 51 + 8 + 1 = 60: the last window that fits
-        out = fn(ids, i, n)
-        expect(isinstance(out, (tuple, list)) and len(out) == 2, "return a pair (x, y)")
-        x, y = out
-        rx, ry = _slow_lm_pair(ids, i, n)
-        expect_shape(x, (n,), 'x')
-        expect(not (isinstance(y, torch.Tensor) and y.shape == (n - 1,)), f"y has {n - 1} tokens: it is as long as x, one step later, ids[i+1 : i+seq_len+1]")
-        expect_shape(y, (n,), 'y')
-        if same(x, rx) and same(y, ry): continue
-        expect(not (same(x, ry) and same(y, rx)), "x and y are swapped: the input comes first, the targets are one step ahead")
-        expect(not same(y, x), "the targets are the inputs: shift them by one, y = ids[i+1 : i+seq_len+1]")
-        expect(not same(y, ids[i - 1:i + n - 1]), "the targets are shifted the wrong way: they are the *next* tokens, ids[i+1 : i+seq_len+1]")
-        expect(same(x, rx), f"x should be the window ids[i : i+seq_len] (here ids[{i}:{i + n}])")
-        expect(False, f"y should be ids[i+1 : i+seq_len+1] (here ids[{i + 1}:{i + n + 1}])")
+    "Check `fn(ids, i, seq_len)` on irregular ids: the window `x` at `i` and its targets `y`, the same window shifted by one"
+    for ids, cases in ((randint(0, 1000, (61,), seed=0), ((0, 5), (3, 5), (17, 8), (52, 8))),   # 52 + 8 + 1 = 61: the last window that fits
+                       (randint(0, 50, (12,), seed=1), ((4, 1), (0, 11), (2, 9)))):              # a window of one token; the whole text
+        for i, n in cases:
+            try: out = call_checked(fn, ids, i, n)
+            except (CheckError, TODO): raise
+            except Exception as ex:
+                raise CheckError(f"for {len(ids)} ids, i={i}, seq_len={n} your code raised {type(ex).__name__}: {str(ex)[:60]} "
+                                 "(nothing hard-coded: use i, seq_len and the ids you are given)") from None
+            expect(isinstance(out, (tuple, list)) and len(out) == 2, "return a pair (x, y)")
+            x, y = out
+            expect(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor), f"x and y should be tensors, got {type(x).__name__} and {type(y).__name__}")
+            expect(not (n == 1 and (x.shape == () or y.shape == ())), "for seq_len=1 x and y have shape (1,): a stray .squeeze() or ids[i] instead of a slice?")
+            rx, ry = _slow_lm_pair(ids, i, n)
+            expect(tuple(x.shape) == (n,), f"x should have seq_len={n} tokens (i={i}), got shape {tuple(x.shape)}: use seq_len, nothing hard-coded")
+            expect(not (y.shape == (n - 1,)), f"y has {n - 1} tokens: it is as long as x, one step later, ids[i+1 : i+seq_len+1]")
+            expect(not (i == 0 and y.numel() == 0), "y is empty for i=0: ids[i-1 : ...] starts at -1, the end of the text; the targets are "
+                   "shifted the wrong way, they are the *next* tokens, ids[i+1 : i+seq_len+1]")
+            expect(tuple(y.shape) == (n,), f"y should have seq_len={n} tokens (i={i}), got shape {tuple(y.shape)}")
+            expect(x.dtype == ids.dtype and y.dtype == ids.dtype, f"x and y should keep the ids' dtype {ids.dtype}, got {x.dtype} and {y.dtype}")
+            if torch.equal(x, rx) and torch.equal(y, ry): continue
+            expect(not (torch.equal(x, ry) and torch.equal(y, rx)), "x and y are swapped: the input comes first, the targets are one step ahead")
+            expect(not torch.equal(y, x), "the targets are the inputs: shift them by one, y = ids[i+1 : i+seq_len+1]")
+            expect(not torch.equal(y, x + 1), "you added 1 to the ids: the targets are the next *tokens* of the text, ids[i+1 : i+seq_len+1], "
+                   "not the next id numbers")
+            expect(not (i > 0 and torch.equal(y, ids[i - 1:i + n - 1])), "the targets are shifted the wrong way: they are the *next* tokens, ids[i+1 : i+seq_len+1]")
+            expect(not (i > 0 and torch.equal(x, ids[:n])), "the window starts at i: x = ids[i : i+seq_len], you started at 0")
+            expect(not (i > 1 and len(ids) >= i * n + n and torch.equal(x, ids[i * n:i * n + n])),
+                   "the window starts at token i, not at i * seq_len: x = ids[i : i+seq_len]")
+            expect(torch.equal(x, rx), f"x should be the window ids[i : i+seq_len] (here ids[{i}:{i + n}])")
+            expect(False, f"y should be ids[i+1 : i+seq_len+1] (here ids[{i + 1}:{i + n + 1}])")
 
 # %% ../nbs/21_lm.ipynb #451acc55
 # @title Solution: lm_pair
@@ -91,10 +108,25 @@ class CharWindows(torch.utils.data.Dataset):
 
 # %% ../nbs/21_lm.ipynb #7afea149
 class RandomWindowDL(DataLoader):
-    "A fastai `DataLoader` whose epoch is `n` items drawn at random, with replacement, from the whole dataset"
+    "A fastai `DataLoader` of `CharWindows`: an epoch is `n` windows drawn at random, with replacement (in order without `shuffle`)"
     def get_idxs(self):
         if not self.shuffle: return super().get_idxs()
         return [self.rng.randrange(len(self.dataset)) for _ in range(self.n)]
+    def _ids(self):
+        "The text's ids where the batches are needed: on a GPU, one copy made once"
+        ids, dev = self.dataset.ids, self.device
+        if dev is None or torch.device(dev).type != 'cuda': return ids
+        if getattr(self, '_dev_ids', (None,))[0] is not ids: self._dev_ids = (ids, ids.to(dev))
+        return self._dev_ids[1]
+    def create_batches(self, samps):
+        "Each batch cut out of the text in one indexing op, where the model is: no per-window Python, no copy per batch"
+        ds, ids = self.dataset, self._ids()
+        offs = torch.arange(ds.seq_len, device=ids.device)
+        for chunk in chunked(samps, self.bs, drop_last=self.drop_last):
+            starts = torch.tensor(chunk) * ds.stride
+            if ids.is_cuda: starts = starts.pin_memory().to(ids.device, non_blocking=True)   # no wait for the GPU
+            idx = starts[:, None] + offs                                  # (b, seq_len): lm_pair for every start
+            yield ids[idx], ids[idx + 1]
 
 # %% ../nbs/21_lm.ipynb #fd88a7af
 def char_dls(text,                # the whole text
@@ -113,8 +145,9 @@ def char_dls(text,                # the whole text
     val = CharWindows(ids[cut:], seq_len, seq_len, vocab)
     if len(trn) == 0 or len(val) == 0: raise ValueError(f"text: {len(text)} characters are too few for windows of seq_len={seq_len}")
     n = (n_batches or max(1, cut // (seq_len * bs))) * bs
-    return DataLoaders(RandomWindowDL(trn, bs=bs, shuffle=True, drop_last=True, n=n),
-                       DataLoader(val, bs=bs), device=device or default_device())
+    device = device or default_device()
+    return DataLoaders(RandomWindowDL(trn, bs=bs, shuffle=True, drop_last=True, n=n, device=device),
+                       RandomWindowDL(val, bs=bs, device=device), device=device)
 
 # %% ../nbs/21_lm.ipynb #c35168f5
 def word_dls(df,                  # a DataFrame with a `text` column and a boolean `is_valid` column
@@ -150,29 +183,41 @@ def _slow_future(tq, tk):
 # %% ../nbs/21_lm.ipynb #eb26b611
 @checker
 def check_causal_scores(fn):
-    "Check `fn(scores)`: scores (..., t_q, t_k) of future keys filled with a very negative number, the others unchanged"
-    g = torch.Generator().manual_seed(0)
-    for shape in ((2, 3, 5, 5), (2, 3, 2, 5)):                   # square, then 2 new queries over 5 cached keys
-        s = torch.randn(*shape, generator=g)
+    "Check `fn(scores)`: scores (..., t_q, t_k) of future keys filled with a very negative number, the others unchanged; 3-D and 4-D, float32/64, bfloat16, float16"
+    cases = [((2, 3, 5, 5), torch.float32), ((2, 3, 2, 5), torch.float32),      # square, then 2 new queries over 5 cached keys
+             ((3, 7, 7), torch.float32), ((1, 4, 6), torch.float32), ((1, 2, 1, 6), torch.float32),   # 3-D, a batch of one, one query
+             ((2, 2, 4, 4), torch.float64), ((1, 2, 3, 5), torch.bfloat16), ((2, 1, 3, 3), torch.float16)]
+    for k, (shape, dt) in enumerate(cases):
+        s = rand(*shape, seed=k, dtype=dt)
         tq, tk = shape[-2:]
-        try: out = fn(s.clone())
-        except RuntimeError as e:
-            if tq == tk: raise
-            raise CheckError(f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({e})") from None
-        expect_shape(out, shape, 'the masked scores')
+        try: out = call_checked(fn, s)
+        except (CheckError, TODO): raise
+        except Exception as e:
+            msg = f"{type(e).__name__}: {str(e)[:60]}"
+            if 'overflow' in str(e): raise CheckError(f"your fill value does not fit in {dt} ({msg}): fill with neg_fill(scores.dtype) "
+                                                      "or -inf, not a fixed -1e9 or float32's minimum") from None
+            if len(shape) != 4: raise CheckError(f"scores of shape {shape} (any leading dims) raised {msg}: take t_q, t_k from "
+                                                 "scores.shape[-2:]") from None
+            if tq != tk: raise CheckError(f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({msg})") from None
+            raise CheckError(f"scores of shape {shape} raised {msg}: nothing hard-coded, take the sizes from the scores") from None
+        expect(not (shape[0] == 1 and isinstance(out, torch.Tensor) and out.shape == s.shape[1:]), "for a batch of one the batch dim is gone: a stray .squeeze()?")
+        expect_like(out, s, 'the masked scores')
         fut = _slow_future(tq, tk)
         with_diag = torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq)     # the future and each query's own key
-        hidden = (out < -1e30).all(0).all(0)                      # (tq, tk): -inf or neg_fill in every head
+        hidden = (out <= max(-1e30, torch.finfo(dt).min)).reshape(-1, tq, tk).all(0)   # (tq, tk): -inf or neg_fill everywhere
         if torch.equal(hidden, fut) and torch.equal(out[..., ~fut], s[..., ~fut]): continue
+        expect(not bool(out.isnan().any()), "your scores contain NaN (0 * -inf is NaN): use masked_fill, not a multiplication by a mask")
         expect(not bool(torch.isposinf(out).any()), "you filled with +inf: masked scores must be very negative, -inf or neg_fill(scores.dtype)")
-        expect(not same(out, F.softmax(s.masked_fill(fut, neg_fill(s.dtype)), -1)), "you applied the softmax: return the masked scores, the softmax comes after")
-        expect(not bool((out[..., fut] == 0).all()), "the future scores are 0: a score of 0 still gets weight after the softmax; fill with neg_fill(scores.dtype) or -inf")
+        expect(not same(out, F.softmax(s.float().masked_fill(fut, neg_fill(torch.float32)), -1), atol=1e-2), "you applied the softmax: return the masked scores, the softmax comes after")
+        expect(not bool((out[..., fut] == 0).all()) or not fut.any(), "the future scores are 0: a score of 0 still gets weight after the softmax; fill with neg_fill(scores.dtype) or -inf")
+        expect(not (fut.any() and not torch.equal(hidden, fut) and bool((out[..., fut] < -1e4).all()) and torch.equal((out < -1e4).reshape(-1, tq, tk).all(0), fut)),
+               "fill with neg_fill(scores.dtype) (the most negative number of the dtype) or -inf, not a finite -1e9 or -1e4")
         expect(not (torch.equal(hidden, ~fut) or torch.equal(hidden, ~with_diag)),
                "you hid the past: a query may see the keys before it; hide the ones after it (above the diagonal)")
         expect(not torch.equal(hidden, with_diag), "off by one: a position may attend to itself; hide only the keys strictly after it")
         expect(not (tq != tk and torch.equal(hidden, torch.ones(tq, tk, dtype=torch.bool).triu(1))),
                "with fewer queries than keys the queries are the *last* positions: shift the diagonal by t_k - t_q")
-        expect(torch.equal(hidden, fut), "the wrong scores are masked: hide key j from query i when j > t_k - t_q + i")
+        expect(torch.equal(hidden, fut), f"the wrong scores are masked for (t_q, t_k) = ({tq}, {tk}): hide key j from query i when j > t_k - t_q + i")
         expect(False, "the scores that are not masked changed: leave them as they are")
 
 # %% ../nbs/21_lm.ipynb #95bc5d77
@@ -238,6 +283,8 @@ def lm_learner(dls,             # from `char_dls` or `word_dls`
                wd=0.1,          # decoupled weight decay
                clip=1.0,        # gradient norm clipping
                model=None,      # an existing model instead of a new one
+               precision='auto',# 'auto' (bf16 on GPUs of compute capability ≥ 8, fp16 on older ones, fp32 on the CPU), 'bf16', 'fp16', 'fp32'
+               compile=False,   # train a `torch.compile`d model: pays off in long GPU runs, not in short CPU ones
               ):
     "A fastai `Learner` for next-token prediction with a `GenerationTransformer`"
     char = isinstance(dls.train_ds, CharWindows)
@@ -245,13 +292,12 @@ def lm_learner(dls,             # from `char_dls` or `word_dls`
     if model is None:
         model = GenerationTransformer(emb, heads, depth, seq_len, len(dls.vocab), dropout=dropout, fast=True, prenorm=True)
     metrics = [Perplexity()] + ([BitsPerChar()] if char else [accuracy])
-    learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=metrics, opt_func=partial(Adam, wd=wd),
+    learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=metrics, opt_func=partial(adamw, wd=wd),
                     cbs=GradientClip(clip))
-    if dls.device is not None and torch.device(dls.device).type == 'cuda' and torch.cuda.is_bf16_supported(): learn.to_bf16()
-    return learn
+    return speed_up(set_precision(learn, precision), compile=compile)
 
 # %% ../nbs/21_lm.ipynb #1b8b8743
-FULL = {'char': dict(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, bs=64, n_batches=5000, epochs=1, lr=1e-3),
+FULL = {'char': dict(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, bs=64, n_batches=3000, epochs=1, lr=1e-3, compile=True),
         'word': dict(emb=384, heads=6, depth=6, seq_len=128, dropout=0.2, bs=32, epochs=8, lr=1e-3)}
 QUICK = {'char': dict(emb=128, heads=4, depth=2, seq_len=64, dropout=0., bs=32, n_batches=600, epochs=1, lr=6e-3),
          'word': dict(emb=96, heads=4, depth=2, seq_len=48, dropout=0.1, bs=32, epochs=1, lr=5e-3)}
@@ -324,8 +370,9 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                  model=None,        # a checkpoint from an earlier `out`, instead of training
                  out=None,          # where to save the trained model
                  seed=0,
+                 n_batches=None,    # training batches instead of the configuration's (characters only): a smoke test
                 ):
-    "Train (or load) a language model, generate from `prompt`, and return its measured results"
+    "Train (or load) a language model, generate from `prompt`, and return its measured results (None in other ranks than 0)"
     t0 = time.time()
     check_sampling_args(temperature, top_k, top_p)
     if n is not None and n < 0: raise ValueError(f"n: the number of new tokens must be >= 0, got {n}")
@@ -339,19 +386,22 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
     level = level or DEFAULT_LEVEL[data]
     cfg = lm_config(level, quick)
     if ck is not None: cfg.update(ck['config'])
+    if n_batches is not None: cfg['n_batches'] = n_batches
     prompt = DEFAULT_PROMPTS[data] if prompt is None else prompt
     if not prompt: raise ValueError("prompt: the prompt is empty; give at least one character")
     n = (500 if level == 'char' else 60) if n is None else n
-    dev = default_device()
+    dev = launch_device()                                         # under torchrun / accelerate launch: this rank's GPU
     if not quick and ck is None and dev.type == 'cpu':
         print("note: the full configuration is meant for a GPU; add --quick for a minute or two on a CPU", file=sys.stderr)
     set_seed(seed)
     dls, codec = lm_dls(data, level, cfg, vocab=ck['vocab'] if ck else None, device=dev)
     codec.encode(prompt)                                          # an unknown character fails now, not after training
-    learn = lm_learner(dls, **{k: cfg[k] for k in _MODEL_KEYS})
+    learn = lm_learner(dls, **{k: cfg[k] for k in _MODEL_KEYS}, compile=cfg.get('compile', False) and dev.type == 'cuda')
     if ck is not None: learn.model.load_state_dict(ck['state_dict'])
-    else: learn.fit_one_cycle(cfg['epochs'], cfg['lr'])
-    valid_loss = float(learn.validate()[0])
+    else:
+        with data_parallel(learn): learn.fit_one_cycle(cfg['epochs'], cfg['lr'])   # data-parallel when launched so
+    if not is_main_process(): return None                        # rank 0 measures, generates and saves, alone
+    with single_process(): valid_loss = float(learn.validate()[0])
     uni = unigram_loss(*lm_ids(dls), len(dls.vocab))
     learn.model.float()
     text = generate_text(learn.model, codec, prompt, n, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,

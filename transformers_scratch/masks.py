@@ -8,7 +8,8 @@ __all__ = ['check_causal_mask', 'causal_mask', 'neg_fill', 'check_mask_scores', 
 
 # %% ../nbs/03_masks.ipynb #0a8bac91
 import math, itertools, torch, torch.nn.functional as F
-from .core import TODO, checker, expect, same, expect_shape, CheckError
+from .core import TODO, checker, expect, same, expect_shape, CheckError, rand, randint
+from .selfattention import _Runs, _on_device, _other_device
 
 # %% ../nbs/03_masks.ipynb #5dcfacac
 # @title check_causal_mask
@@ -17,19 +18,28 @@ def _causal_loop(t): return torch.tensor([[j <= i for j in range(t)] for i in ra
 @checker
 def check_causal_mask(fn):
     "Check `fn(t, device=None)` against a double loop: a (t, t) bool mask, True where key `j <= ` query `i`"
-    for t in (4, 7, 1):
-        ref, out = _causal_loop(t), fn(t)
-        expect_shape(out, (t, t), f"causal_mask({t})")
-        expect(out.dtype == torch.bool, f"return a bool mask (True = may attend), got dtype {out.dtype}")
+    run = _Runs(fn)
+    for t in (4, 7, 1, 2, 12):
+        ref, out = _causal_loop(t), run(t)
+        what = f"causal_mask({t})"
+        expect(not isinstance(out, torch.Tensor) or out.dtype == torch.bool,
+               f"return a bool mask (True = may attend), got dtype {getattr(out, 'dtype', None)}")
+        run.like(out, ref, what)
         eye = torch.eye(t, dtype=torch.bool)
         expect(t == 1 or not torch.equal(out, ref.T), "that is the upper triangle: query i (a row) may see keys j <= i "
                "(the past), not the future — use tril")
         expect(not torch.equal(out, ~ref), "the mask is inverted: True must mean *may attend* (the past and i itself), "
                "you marked the future")
         expect(not torch.equal(out, ref & ~eye), "the diagonal is missing: each position may attend to itself (j <= i, not j < i)")
-        expect(torch.equal(out, ref), f"causal_mask({t}) differs from the lower triangle of ones (diagonal included)")
-    out = fn(3, device='meta')
-    expect(out.device.type == 'meta', "create the mask on `device` (pass device= to torch.ones)")
+        expect(t == 1 or not torch.equal(out, torch.ones(t, t, dtype=torch.bool).tril(1)),
+               "off by one: query i also sees key i + 1 (tril(1)); keep j <= i, tril() with no offset")
+        expect(torch.equal(out, ref), f"{what} differs from the lower triangle of ones (diagonal included)")
+    dev = _other_device()
+    for d in (dev, torch.device(dev)):
+        out = run(3, device=d)
+        expect(isinstance(out, torch.Tensor) and out.device.type == torch.device(dev).type,
+               "create the mask on `device` (pass device= to torch.ones)")
+        expect(out.shape == (3, 3) and out.dtype == torch.bool, "causal_mask(3, device=...) should be a (3, 3) bool mask")
 
 # %% ../nbs/03_masks.ipynb #19f2968e
 # @title Solution: causal mask
@@ -46,48 +56,72 @@ def neg_fill(dtype):
 # @title check_mask_scores
 def _ref_weights(s, m):
     "Slow reference: softmax over the allowed keys of each row, 0 elsewhere (rows with no allowed key: all 0)"
-    s, m = s.float(), m.expand_as(s)
+    s, m = s.double(), m.expand_as(s)
     out = torch.zeros_like(s)
     for i in itertools.product(*map(range, s.shape[:-1])):
         e = [math.exp(v) if ok else 0. for v, ok in zip(s[i].tolist(), m[i].tolist())]
-        if sum(e) > 0: out[i] = torch.tensor(e) / sum(e)
+        if sum(e) > 0: out[i] = torch.tensor(e, dtype=s.dtype) / sum(e)
     return out
+
+def _lens_mask(lens, t):
+    "A (b, t) bool padding mask from a list of lengths, by a double loop"
+    return torch.tensor([[j < L for j in range(t)] for L in lens], dtype=torch.bool)
+
+def _mask_fixtures():
+    "`(scores, mask)` pairs: a batch of one, then 4-D scores with t_q != t_k, a mask that broadcasts over the heads, "
+    "a row of length 1 and a fully padded row"
+    s1 = rand(1, 5, 5, seed=0)
+    m1 = causal_mask(5) & _lens_mask([4], 5)[:, None, :]                                     # (1, 5, 5)
+    s2 = 30 * rand(3, 2, 4, 6, seed=1, dtype=torch.float64)                                  # (b, h, t_q, t_k)
+    m2 = (rand(4, 6, seed=2) > -0.5) & _lens_mask([6, 1, 0], 6)[:, None, None, :]            # (3, 1, 4, 6)
+    return [(s1, m1), (s2, m2)]
+
+def _fill_error(e, args):
+    if args[0].dtype in (torch.float16, torch.bfloat16) and 'overflow' in str(e):
+        return (f"your fill does not fit {args[0].dtype} (fp16's largest magnitude is 65504, so -1e9 overflows): "
+                f"use neg_fill(scores.dtype) ({type(e).__name__}: {str(e)[:60]})")
 
 @checker
 def check_mask_scores(fn):
     "Check `fn(scores, mask)`: scores kept where `mask` is True, a very negative finite fill elsewhere, in fp32/fp16/bf16"
-    torch.manual_seed(0)
-    s = torch.randn(2, 5, 5)
-    pad = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]).bool()[:, None, :]                 # (2, 1, 5)
-    mask = causal_mask(5) & pad                                                                 # broadcasts to (2, 5, 5)
-    s0 = s.clone()
-    out = fn(s, mask)
-    expect_shape(out, s.shape)
-    expect(torch.equal(s, s0), "don't modify `scores` in place (masked_fill_ with an underscore): return a new tensor")
-    p = F.softmax(s, -1)
-    expect(not (same(out, p * mask) or same(out, p.masked_fill(~mask, 0.))),
-           "you took the softmax and then masked it: fill the raw scores, the softmax comes after "
-           "(masking after the softmax leaves rows that don't sum to 1)")
-    expect(not same(out, _ref_weights(s, mask)), "return the filled scores, not the softmax weights: the softmax comes later")
-    bad, ok = out[~mask], out[mask]
-    expect(not torch.isnan(out).any(), "your output has NaN")
-    expect(not (bad > s.max()).any(), "you filled with +inf or a large positive number: after the softmax the masked "
-           "(future) keys take all the weight, or give NaN — fill with a very negative number")
-    expect(not (same(bad, s[~mask]) and (ok < -1e3).all()),
-           "the mask is inverted: True means *may attend*, so fill where mask is False (~mask)")
-    expect(not (bad == 0).all(), "you filled with 0: exp(0) = 1, so the masked keys still get weight — fill with a very negative number")
-    expect(not torch.isinf(bad).any(), "a -inf fill turns a row with every key masked into NaN: use a finite fill, neg_fill(scores.dtype)")
-    expect(same(ok, s[mask]), "the allowed scores (mask True) must stay unchanged")
-    expect(same(F.softmax(out, -1), _ref_weights(s, mask), atol=1e-6),
-           "the fill is not negative enough: masked keys still get weight after the softmax — use neg_fill(scores.dtype)")
+    run, fills = _Runs(fn, _fill_error), []
+    for s, mask in _mask_fixtures():
+        out = run(s, mask)
+        run.like(out, s)
+        me = mask.expand_as(s)
+        p = F.softmax(s, -1)
+        expect(not (same(out, p * mask) or same(out, p.masked_fill(~mask, 0.))),
+               "you took the softmax and then masked it: fill the raw scores, the softmax comes after "
+               "(masking after the softmax leaves rows that don't sum to 1)")
+        expect(not same(out, _ref_weights(s, mask)), "return the filled scores, not the softmax weights: the softmax comes later")
+        bad, ok = out[~me], out[me]
+        expect(not torch.isnan(out).any(), "your output has NaN")
+        expect(not (bad > s.max()).any(), "you filled with +inf or a large positive number: after the softmax the masked "
+               "(future) keys take all the weight, or give NaN — fill with a very negative number")
+        expect(not (same(bad, s[~me]) and (ok < -1e3).all()),
+               "the mask is inverted: True means *may attend*, so fill where mask is False (~mask)")
+        expect(not (bad == 0).all(), "you filled with 0: exp(0) = 1, so the masked keys still get weight — fill with a very negative number")
+        expect(not torch.isinf(bad).any(), "a -inf fill turns a row with every key masked into NaN: use a finite fill, neg_fill(scores.dtype)")
+        expect(s.size(0) == 1 or not same(out, s.masked_fill(~mask[:1], neg_fill(s.dtype))),
+               "every batch element got the mask of the first one: use the whole mask, it broadcasts against the scores")
+        expect(same(ok, s[me]), "the allowed scores (mask True) must stay unchanged")
+        rows = me.any(-1)                                          # rows with at least one allowed key
+        expect(same(F.softmax(out, -1)[rows], _ref_weights(s, mask)[rows], atol=1e-6),
+               "the fill is not negative enough: masked keys still get weight after the softmax — use neg_fill(scores.dtype)")
+        fills.append((bad, s.dtype))
+    s, mask = _mask_fixtures()[1]
     for dt in (torch.float16, torch.bfloat16):
-        try: o = fn(s.to(dt), mask)
-        except RuntimeError as e:
-            raise CheckError(f"your fill does not fit {dt} (fp16's largest magnitude is 65504, so -1e9 overflows): "
-                             f"use neg_fill(scores.dtype) ({type(e).__name__}: {str(e)[:60]})") from None
-        expect(o.dtype == dt, f"keep the dtype of scores: got {o.dtype} for {dt} scores")
-        expect(torch.isfinite(o).all(), f"in {dt} your fill became -inf (it does not fit the dtype): use neg_fill(scores.dtype)")
-        expect(same(F.softmax(o.float(), -1), _ref_weights(s.to(dt), mask), atol=1e-2), f"wrong weights after the softmax in {dt}")
+        sd = s.to(dt)
+        o = run(sd, mask)
+        run.like(o, sd)
+        expect(torch.isfinite(o).all(), f"in {dt} your fill became -inf: it does not fit the dtype (use neg_fill(scores.dtype)), "
+               "or you added it to the scores (fill with masked_fill, don't add)")
+        rows = mask.expand_as(s).any(-1)
+        expect(same(F.softmax(o.float(), -1)[rows], _ref_weights(sd, mask)[rows], atol=1e-2), f"wrong weights after the softmax in {dt}")
+    for bad, dt in fills:
+        expect((bad == neg_fill(dt)).all(), f"fill with neg_fill(scores.dtype) = {neg_fill(dt):.3g} for {dt}, the most "
+               "negative finite value: a fixed number (-1e4, -1e9) is too small for some scores or too big for the dtype")
+    _on_device(fn, *_mask_fixtures()[1])
 
 # %% ../nbs/03_masks.ipynb #8d1b6628
 # @title Solution: mask scores
@@ -104,54 +138,73 @@ def lengths_to_mask(lens, t):
 
 # %% ../nbs/03_masks.ipynb #14ec2c30
 # @title check_masked_softmax
+def _softmax_fixtures():
+    "`(scores, mask)`: a batch of one with t_q != t_k, and 4-D float64 scores with a mask broadcast over the heads; "
+    "each has rows of length 1 and fully masked rows"
+    s1 = rand(1, 4, 6, seed=3)
+    m1 = (rand(1, 4, 6, seed=4) > -0.6) & torch.ones(4, 6, dtype=torch.bool).tril(2)
+    m1[0, 0], m1[0, 2] = False, torch.tensor([0, 0, 0, 1, 0, 0]).bool()                 # fully masked, length 1
+    s2 = 3 * rand(3, 2, 5, 3, seed=5, dtype=torch.float64)                              # (b, h, t_q, t_k)
+    m2 = (rand(3, 1, 5, 3, seed=6) > -0.8) & _lens_mask([3, 1, 0], 3)[:, None, None, :]  # (3, 1, 5, 3)
+    return [(s1, m1), (s2, m2)]
+
+def _ref_grad(s, m, g):
+    "The gradient of sum(g * softmax over the allowed keys), one row at a time"
+    sr, me = s.detach().clone().requires_grad_(), m.expand_as(s)
+    ref = torch.zeros_like(sr)
+    for i in itertools.product(*map(range, s.shape[:-1])):
+        if me[i].any(): ref[i + (me[i],)] = F.softmax(sr[i][me[i]], 0)
+    (ref * g).sum().backward()
+    return sr.grad
+
 @checker
 def check_masked_softmax(fn):
     "Check `fn(scores, mask=None)` against a slow loop: masked keys get 0, fully masked rows give zeros, finite grads"
-    torch.manual_seed(0)
-    s = torch.randn(2, 4, 5)
-    out = fn(s)
-    expect_shape(out, s.shape, "masked_softmax(scores) without a mask")
-    expect(same(out, F.softmax(s, -1)), "with mask=None return a plain softmax over the last dim (the keys)")
-    mask = causal_mask(5)[1:] & torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]]).bool()[:, None, :]   # (2, 4, 5)
-    mask[0, 0] = False                                           # one more fully masked row
-    s = s.requires_grad_()
-    out = fn(s, mask)
-    ref = _ref_weights(s.detach(), mask)
-    expect_shape(out, s.shape)
-    full = ~mask.any(-1)                                         # (2, 4) rows with nothing to attend to
-    p = F.softmax(s.detach(), -1)
-    expect(not same(out, p * mask), "you masked after the softmax: rows no longer sum to 1 — fill the scores before the softmax")
-    expect(not torch.isnan(out[~full]).any(), "NaN in rows that have allowed keys: fill with a very negative *finite* number, not +inf")
-    expect(not torch.isnan(out).any(), "a fully masked row gives NaN: fill with a finite value (neg_fill), then set the "
-           "masked weights to 0")
-    expect(not same(out, F.softmax(s.detach().masked_fill(~mask, 0.), -1).masked_fill(~mask, 0.)) and
-           not same(out[~full], F.softmax(s.detach().masked_fill(~mask, 0.), -1)[~full]),
-           "you filled with 0: exp(0) = 1, the masked keys still share the weight — fill with a very negative number")
-    expect(not same(out[full], torch.full_like(out[full], 1 / s.size(-1))), "a fully masked row should be all zeros "
-           "(it attends to nothing), you return a uniform row: set the masked weights to 0 after the softmax")
-    expect(not same(out[~full], _ref_weights(s.detach(), ~mask)[~full]), "the mask is inverted: True means *may attend*")
-    expect(same(out[~full].sum(-1), torch.ones(int((~full).sum()))), "rows with allowed keys must sum to 1 (softmax over the last dim)")
-    expect(same(out, ref), "the weights differ from a softmax over the allowed keys")
-    expect(out.requires_grad, "the output is cut off from autograd (did you detach, or use .data?): gradients can't reach the scores")
-    g = torch.randn_like(ref)
-    (out * g).sum().backward()
-    expect(torch.isfinite(s.grad).all(), "the gradient has NaN or inf: a -inf fill leaks NaN into the backward pass "
-           "even when the forward looks clean — use neg_fill")
-    sr = s.detach().clone().requires_grad_()
-    ref_w = torch.zeros_like(ref)
-    for i in range(2):
-        for j in range(4):
-            if mask[i, j].any(): ref_w[i, j, mask[i, j]] = F.softmax(sr[i, j][mask[i, j]], 0)
-    (ref_w * g).sum().backward()
-    expect(same(s.grad, sr.grad), "the forward is right but the gradient is not (did you detach something?)")
+    run = _Runs(fn, _fill_error)
+    for s, mask in _softmax_fixtures():
+        out = run(s)
+        run.like(out, s, "masked_softmax(scores) without a mask")
+        expect(same(out, F.softmax(s, -1)), "with mask=None return a plain softmax over the last dim (the keys)")
+        out = run(s, mask)
+        run.like(out, s)
+        me = mask.expand_as(s)
+        ref = _ref_weights(s, mask)
+        full = ~me.any(-1)                                           # rows with nothing to attend to
+        p = F.softmax(s, -1)
+        expect(not same(out, p * mask), "you masked after the softmax: rows no longer sum to 1 — fill the scores before the softmax")
+        expect(not torch.isnan(out[~full]).any(), "NaN in rows that have allowed keys: fill with a very negative *finite* number, not +inf")
+        expect(not torch.isnan(out).any(), "a fully masked row gives NaN: fill with a finite value (neg_fill), then set the "
+               "masked weights to 0")
+        expect(not same(out, p), "you ignored the mask: the masked keys must get weight 0")
+        zero = F.softmax(s.masked_fill(~mask, 0.), -1)
+        expect(not same(out, zero.masked_fill(~mask, 0.)) and not same(out[~full], zero[~full]),
+               "you filled with 0: exp(0) = 1, the masked keys still share the weight — fill with a very negative number")
+        expect(not full.any() or not same(out[full], torch.full_like(out[full], 1 / s.size(-1))), "a fully masked row should be all zeros "
+               "(it attends to nothing), you return a uniform row: set the masked weights to 0 after the softmax")
+        expect(not same(out[~full], _ref_weights(s, ~mask)[~full]), "the mask is inverted: True means *may attend*")
+        expect(s.size(0) == 1 or not same(out, _ref_weights(s, mask[:1])),
+               "every batch element got the mask of the first one: use the whole mask, it broadcasts against the scores")
+        expect(same(out[~full].sum(-1), torch.ones(int((~full).sum()), dtype=s.dtype)),
+               "rows with allowed keys must sum to 1 (softmax over the last dim)")
+        expect(same(out, ref), "the weights differ from a softmax over the allowed keys")
+    for s, mask in _softmax_fixtures():
+        sg = s.clone().requires_grad_()
+        out = run(sg, mask)
+        expect(out.requires_grad, "the output is cut off from autograd (did you detach, or use .data?): gradients can't reach the scores")
+        g = rand(*s.shape, seed=7, dtype=s.dtype)
+        (out * g).sum().backward()
+        expect(torch.isfinite(sg.grad).all(), "the gradient has NaN or inf: a -inf fill leaks NaN into the backward pass "
+               "even when the forward looks clean — use neg_fill")
+        expect(same(sg.grad, _ref_grad(s, mask, g)), "the forward is right but the gradient is not (did you detach something?)")
+    s, mask = _softmax_fixtures()[1]
     for dt in (torch.float16, torch.bfloat16):
-        try: o = fn(s.detach().to(dt), mask)
-        except RuntimeError as e:
-            raise CheckError(f"your fill does not fit {dt} (fp16's largest magnitude is 65504, so -1e9 overflows): "
-                             f"use neg_fill(scores.dtype) ({type(e).__name__}: {str(e)[:60]})") from None
-        expect(o.dtype == dt, f"keep the dtype of scores: got {o.dtype} for {dt} scores")
+        sd = s.to(dt)
+        o = run(sd, mask)
+        run.like(o, sd)
         expect(not torch.isnan(o).any(), f"NaN in {dt}: the fill must fit the dtype (neg_fill(scores.dtype))")
-        expect(same(o.float(), ref, atol=1e-2), f"wrong weights in {dt}")
+        expect(same(o.float(), _ref_weights(sd, mask), atol=1e-2), f"wrong weights in {dt}")
+    _on_device(fn, *_softmax_fixtures()[1])
+    _on_device(fn, _softmax_fixtures()[1][0])
 
 # %% ../nbs/03_masks.ipynb #20e0e66c
 # @title Solution: masked softmax
@@ -165,40 +218,62 @@ def masked_softmax(scores,     # (..., t_q, t_k) raw attention scores
 
 # %% ../nbs/03_masks.ipynb #ae4aa673
 # @title check_masked_softmax_lens
+def _ref_lens(s, lens):
+    "A slow loop: row (i, ..., q) of `s` sees keys 0 .. L-1, L = lens[i] or lens[i, q]"
+    out = torch.zeros_like(s)
+    for i in itertools.product(*map(range, s.shape[:-1])):
+        L = int(lens[i[0]] if lens.dim() == 1 else lens[i[0], i[-1]])
+        if L: out[i][:L] = F.softmax(s[i][:L], 0)
+    return out
+
+def _lens_fixtures():
+    "`(scores, valid_lens)`: a batch of one, a batch of 4 with t_q != t_k, 4-D scores; (b,) and (b, t_q) lengths, "
+    "with a length of 0, a length of 1 and the full length"
+    s1, s2, s3 = rand(1, 3, 5, seed=8), rand(4, 4, 6, seed=9, dtype=torch.float64), rand(3, 2, 4, 5, seed=10)
+    l2 = randint(0, 7, (4, 4), seed=11)
+    l2[0, :2] = torch.tensor([0, 1])
+    return [(s1, torch.tensor([1])), (s1, torch.tensor([[2, 0, 5]])), (s2, torch.tensor([2, 6, 0, 1])), (s2, l2),
+            (s3, torch.tensor([5, 1, 0])), (s3, randint(0, 6, (3, 4), seed=12))]
+
 @checker
 def check_masked_softmax_lens(fn):
     "Check `fn(scores, valid_lens)` (d2l style) against a slow loop, for (b,) and (b, t_q) lengths including 0"
-    torch.manual_seed(0)
-    s = torch.randn(3, 4, 5)
-    expect(same(fn(s, None), F.softmax(s, -1)), "with valid_lens=None return a plain softmax over the last dim")
-    def ref(lens):                                 # a slow loop: row (i, q) sees keys 0 .. L-1
-        out = torch.zeros_like(s)
-        for i in range(3):
-            for q in range(4):
-                L = int(lens[i] if lens.dim() == 1 else lens[i, q])
-                if L: out[i, q, :L] = F.softmax(s[i, q, :L], 0)
-        return out
-    for lens in (torch.tensor([2, 5, 0]), torch.tensor([[1, 2, 3, 4], [5, 5, 0, 1], [0, 0, 2, 3]])):
+    run = _Runs(fn, _fill_error)
+    for s, lens in _lens_fixtures():
+        out = run(s)
+        run.like(out, s, "the output without valid_lens")
+        expect(same(out, F.softmax(s, -1)), "with valid_lens=None return a plain softmax over the last dim")
         kind = '(b,)' if lens.dim() == 1 else '(b, t_q)'
-        out = fn(s, lens)
-        expect_shape(out, s.shape, f"the output for {kind} valid_lens")
-        zero = (lens == 0) if lens.dim() == 2 else (lens == 0)[:, None].expand(3, 4)
+        out = run(s, lens)
+        run.like(out, s, f"the output for {kind} valid_lens and scores of shape {tuple(s.shape)}")
+        ref = _ref_lens(s, lens)
+        zero = ref.sum(-1) == 0
+        tk = s.size(-1)
         expect(not torch.isnan(out).any(), f"NaN where the valid length is 0 ({kind} lengths): such a row attends to "
                "nothing and must be zeros — fill with neg_fill and zero the masked weights (masked_softmax does both)")
-        expect(not same(out[zero], torch.full_like(out[zero], 1 / 5)), "a row with valid length 0 must be zeros, you "
+        expect(not zero.any() or not same(out[zero], torch.full_like(out[zero], 1 / tk)), "a row with valid length 0 must be zeros, you "
                "return a uniform row (d2l's -1e6 fill does that) — zero the masked weights after the softmax")
-        expect(not same(out, ref((lens + 1).clamp(max=5))), "off by one: you keep valid_len + 1 keys; keep keys j < valid_len")
-        expect(not same(out, ref((lens - 1).clamp(min=0))), "off by one: you keep valid_len - 1 keys; keep keys j < valid_len")
-        if lens.dim() == 1:
-            rows = lengths_to_mask(lens, 4)[:, :, None]        # the mistake: valid_lens applied to the queries
+        expect(not same(out, _ref_lens(s, (lens + 1).clamp(max=tk))), "off by one: you keep valid_len + 1 keys; keep keys j < valid_len")
+        expect(not same(out, _ref_lens(s, (lens - 1).clamp(min=0))), "off by one: you keep valid_len - 1 keys; keep keys j < valid_len")
+        expect(s.size(0) == 1 or not same(out, _ref_lens(s, lens[:1].expand_as(lens))),
+               "every batch element got the valid length of the first one: use valid_lens[i] for row i")
+        if lens.dim() == 1 and s.dim() == 3:
+            rows = lengths_to_mask(lens, s.size(1))[:, :, None]        # the mistake: valid_lens applied to the queries
             expect(not same(out, F.softmax(s, -1) * rows) and not same(out, masked_softmax(s, rows)),
                    "you masked the queries (rows); valid_lens counts the keys (the last dim)")
-        expect(same(out, ref(lens)), f"wrong weights for {kind} valid_lens"
+        expect(same(out, ref), f"wrong weights for {kind} valid_lens on scores of shape {tuple(s.shape)}"
                + (": a (b, t_q) length is one length per query" if lens.dim() == 2 else ""))
+    s, lens = _lens_fixtures()[2]
     g = s.clone().requires_grad_()
-    fn(g, torch.tensor([2, 5, 0])).mul(torch.randn_like(s)).sum().backward()
+    run(g, lens).mul(rand(*s.shape, seed=13, dtype=s.dtype)).sum().backward()
     expect(torch.isfinite(g.grad).all(), "the gradient has NaN: use a finite fill (neg_fill), not -inf")
-    expect(not torch.isnan(fn(s.half(), torch.tensor([2, 5, 0]))).any(), "NaN in fp16: the fill must fit the dtype (neg_fill)")
+    for dt in (torch.float16, torch.bfloat16):
+        sd = s.to(dt)
+        o = run(sd, lens)
+        run.like(o, sd)
+        expect(not torch.isnan(o).any(), f"NaN in {dt}: the fill must fit the dtype (neg_fill)")
+        expect(same(o.float(), _ref_lens(sd.double(), lens), atol=1e-2), f"wrong weights in {dt}")
+    _on_device(fn, *_lens_fixtures()[3])
 
 # %% ../nbs/03_masks.ipynb #3a723f17
 # @title Solution: masked softmax with valid lengths

@@ -23,7 +23,16 @@ def check_tokens(x, seq_len, offset=0):
         raise ValueError(f"x: sequence length {offset + x.size(1)} is longer than the model's seq_len={seq_len}; "
                          f"crop the input or build the model with a larger seq_len")
 
-# %% ../nbs/06_models.ipynb #e51234c6
+# %% ../nbs/06_models.ipynb #39d8e49f
+def _encoder_sizes(m):
+    "What must agree between two encoders for their weights to mean the same thing"
+    a = m.blocks[0].attention if len(m.blocks) else None
+    return {'n_tokens': m.token_emb.num_embeddings, 'emb': m.token_emb.embedding_dim, 'seq_len': m.seq_len,
+            'pos': m.pos_emb.kind, 'depth': len(m.blocks), 'heads': a.heads if a else None,
+            'wide': a.wide if a else None, 'prenorm': m.blocks[0].prenorm if a else None,
+            'mult': m.blocks[0].ff[0].out_features // m.token_emb.embedding_dim if a else None, 'pad_idx': m.pad_idx}
+
+# %% ../nbs/06_models.ipynb #bbdd71e5
 class ClassificationTransformer(nn.Module):
     "Transformer encoder that pools its outputs into class logits (b, n_classes); pads never change the logits"
     def __init__(self, emb, heads, depth, seq_len, n_tokens, n_classes,
@@ -44,15 +53,20 @@ class ClassificationTransformer(nn.Module):
         self.norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
         self.toprobs = nn.Linear(emb, n_classes)
 
-    def forward(self, x):
-        "(b, t) token ids -> (b, n_classes) logits"
+    def encode(self, x):
+        "(b, t) token ids -> (b, t, e): the encoder's output, one vector per position, before pooling"
         check_tokens(x, self.seq_len)
         b, t = x.size()
         pad_mask = None if self.pad_idx is None else x != self.pad_idx                    # (b, t)
         pos = torch.arange(t, device=x.device).expand(b, t) if pad_mask is None else positions_from_pad(pad_mask)
         h = self.do(self.token_emb(x) + self.pos_emb(pos))                                  # (b, t, e)
         for blk in self.blocks: h = blk(h, pad_mask)
-        h = self.norm(h)
+        return self.norm(h)
+
+    def forward(self, x):
+        "(b, t) token ids -> (b, n_classes) logits"
+        h = self.encode(x)
+        pad_mask = None if self.pad_idx is None else x != self.pad_idx                    # (b, t)
         if pad_mask is None: h = h.mean(1) if self.pool == 'mean' else h.max(1)[0]
         else:
             m = pad_mask[..., None]                                                         # (b, t, 1)
@@ -60,7 +74,21 @@ class ClassificationTransformer(nn.Module):
             else: h = h.masked_fill(~m, neg_fill(h.dtype)).max(1)[0]
         return self.toprobs(self.do(h))
 
-# %% ../nbs/06_models.ipynb #80b8cfe9
+    def load_encoder(self,
+                     mlm,   # a `MaskedLMTransformer` (lesson 40) of the same sizes
+                    ):
+        "Copy the token and position embeddings, blocks and final norm of `mlm` into this classifier; returns the classifier"
+        need = ('token_emb', 'pos_emb', 'blocks', 'norm', 'seq_len', 'pad_idx')
+        if not all(hasattr(mlm, n) for n in need):
+            raise TypeError(f"mlm: expected a MaskedLMTransformer (with {', '.join(need)}), got {type(mlm).__name__}")
+        mine, theirs = _encoder_sizes(self), _encoder_sizes(mlm)
+        diff = [f"{k}={theirs[k]!r} (classifier: {mine[k]!r})" for k in mine if mine[k] != theirs[k]]
+        if diff: raise ValueError(f"mlm: the encoder's sizes differ from the classifier's: {', '.join(diff)}")
+        for n in ('token_emb', 'pos_emb', 'blocks', 'norm'):
+            getattr(self, n).load_state_dict(getattr(mlm, n).state_dict())
+        return self
+
+# %% ../nbs/06_models.ipynb #959bee5a
 class GenerationTransformer(nn.Module):
     "Causal transformer decoder: (b, t) token ids -> (b, t, n_tokens) next-token logits"
     def __init__(self, emb, heads, depth, seq_len, n_tokens,
@@ -83,10 +111,11 @@ class GenerationTransformer(nn.Module):
 
     def forward(self, x, cache=None):
         "(b, t) token ids -> (b, t, n_tokens); with `cache`, `x` continues the sequence cached so far"
-        off = cache[0]['k'].size(2) if cache is not None and 'k' in cache[0] else 0
-        check_tokens(x, self.seq_len, off)
-        b, t = x.size()
-        pos = torch.arange(off, off + t, device=x.device)
+        if hasattr(cache, 'positions'): pos = cache.positions(x)   # a preallocated cache (`KVCache`, lesson 20) knows where x goes
+        else:
+            off = cache[0]['k'].size(2) if cache is not None and 'k' in cache[0] else 0
+            check_tokens(x, self.seq_len, off)
+            pos = torch.arange(off, off + x.size(1), device=x.device)
         h = self.do(self.token_emb(x) + self.pos_emb(pos)[None])
         for i, blk in enumerate(self.blocks): h = blk(h, None, None if cache is None else cache[i])
         return self.toprobs(self.norm(h))

@@ -8,7 +8,7 @@ __all__ = ['check_sinusoidal_encoding', 'sinusoidal_encoding', 'sinusoidal_shift
 
 # %% ../nbs/04_positions.ipynb #de9bd273
 import math, torch, torch.nn as nn
-from .core import TODO, checker, expect, same, expect_shape, CheckError
+from .core import TODO, checker, expect, same, expect_shape, CheckError, call_checked, randint
 
 # %% ../nbs/04_positions.ipynb #90f6d7f9
 # @title check_sinusoidal_encoding
@@ -18,34 +18,47 @@ def _pe_loop(t, e, base=10000., ex=None, swap=False):
     return torch.tensor([[(math.sin if (j % 2 == 0) != swap else math.cos)(p / base ** ex(j)) for j in range(e)]
                          for p in range(t)]).view(t, e)
 
+def _pe_wrongs(t, e, ref):
+    "(wrong output, hint) pairs for the usual mistakes"
+    wrong = [(_pe_loop(t, e, swap=True), "sin and cos are swapped: sin goes on the even dims 0, 2, 4..., cos on the odd ones"),
+             (torch.cat([ref[:, 0::2], ref[:, 1::2]], 1), "interleave sin and cos (dims 2i and 2i+1 share a frequency): "
+              "you put all the sines first"),
+             (_pe_loop(t, e, ex=lambda j: j / e), "dims 2i and 2i+1 must share one frequency: the exponent is 2i/e with "
+              "i = j // 2 the pair, you used the dim index j"),
+             (_pe_loop(t, e, ex=lambda j: (j // 2) / e), "the exponent is 2i/e, you used i/e"),
+             (_pe_loop(t, e, ex=lambda j: 2 * (j // 2)), "divide the exponent by e: 10000^(2i/e), not 10000^(2i)"),
+             (_pe_loop(t, e, ex=lambda j: -2 * (j // 2) / e), "divide p by 10000^(2i/e) (the frequencies fall along "
+              "e), you multiplied")]
+    return wrong + [(_pe_loop(t, e, base=b), f"the base is 10000, you used {b:g}") for b in (1000., 100., 10., 1e5, math.e)]
+
 @checker
 def check_sinusoidal_encoding(fn):
-    "Check `fn(t, e)` against a double loop over `math.sin`/`math.cos`, for even and odd `e`, and name the usual mistakes"
-    for t, e in ((50, 16), (8, 8)):
-        ref, out = _pe_loop(t, e), fn(t, e)
+    "Check `fn(t, e)` against a double loop over `math.sin`/`math.cos` for several sizes (even and odd `e`, a single position), and name the usual mistakes"
+    for t, e in ((50, 16), (8, 8), (1, 6), (61, 10), (13, 7), (4, 5)):
+        try: out = call_checked(fn, t, e)
+        except (CheckError, TODO): raise
+        except Exception as ex:
+            why = (f"make it work for odd e (e={e} gives {(e + 1) // 2} sines and {e // 2} cosines, the last dim is a sine)" if e % 2
+                   else f"build every size from t and e, nothing hard-coded")
+            raise CheckError(f"sinusoidal_encoding({t}, {e}) raised {type(ex).__name__}: {str(ex)[:60]}; {why}") from None
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
-        expect(not (tuple(out.shape) == (e, t) and t != e) and not same(out, ref.T) and not same(out, _pe_loop(e, t).T),
+        expect(not (t == 1 and tuple(out.shape) == (e,)), "for t=1 the result is (1, e): a stray .squeeze() dropped the position dim")
+        expect(not (tuple(out.shape) == (e, t) and t != e) and not same(out, _pe_loop(t, e).T) and not same(out, _pe_loop(e, t).T),
                "positions and dims are transposed: row p is position p, column j is dim j — return (t, e)")
-        expect_shape(out, (t, e), f"sinusoidal_encoding({t}, {e})")
+        expect(tuple(out.shape) == (t, e), f"sinusoidal_encoding({t}, {e}) should have shape {(t, e)}, got {tuple(out.shape)}: "
+               "is a size hard-coded?")
         expect(out.is_floating_point(), f"return floats, got {out.dtype}")
-        wrong = [(_pe_loop(t, e, swap=True), "sin and cos are swapped: sin goes on the even dims 0, 2, 4..., cos on the odd ones"),
-                 (torch.cat([ref[:, 0::2], ref[:, 1::2]], 1), "interleave sin and cos (dims 2i and 2i+1 share a frequency): "
-                  "you put all the sines first"),
-                 (_pe_loop(t, e, ex=lambda j: j / e), "dims 2i and 2i+1 must share one frequency: the exponent is 2i/e with "
-                  "i = j // 2 the pair, you used the dim index j"),
-                 (_pe_loop(t, e, ex=lambda j: (j // 2) / e), "the exponent is 2i/e, you used i/e"),
-                 (_pe_loop(t, e, ex=lambda j: 2 * (j // 2)), "divide the exponent by e: 10000^(2i/e), not 10000^(2i)"),
-                 (_pe_loop(t, e, ex=lambda j: -2 * (j // 2) / e), "divide p by 10000^(2i/e) (the frequencies fall along "
-                  "e), you multiplied")]
-        wrong += [(_pe_loop(t, e, base=b), f"the base is 10000, you used {b:g}") for b in (1000., 100., 10., 1e5, math.e)]
-        for w, hint in wrong: expect(not same(out[:8], w[:8], atol=1e-3), hint)   # the first rows: small angles, float32 is exact enough
-        expect(not same(out, _pe_loop(t + 1, e)[1:]), "positions start at 0 (the first row is sin(0) = 0, cos(0) = 1)")
-        expect(same(out, ref), f"sinusoidal_encoding({t}, {e}) differs from sin(p / 10000^(2i/e)), cos(p / 10000^(2i/e))")
-    try: out = fn(4, 5)
-    except Exception as ex:
-        raise CheckError(f"make it work for odd e (e=5 gives 3 sines and 2 cosines, the last dim is a sine); "
-                         f"{type(ex).__name__}: {str(ex)[:60]}") from None
-    expect(same(out, _pe_loop(4, 5)), "wrong values for odd e: 3 sines (dims 0, 2, 4) and 2 cosines (dims 1, 3) for e=5")
+        expect(out.dtype in (torch.float32, torch.float64), f"return float32 (or float64), got {out.dtype}: too coarse for "
+               "the slow dims, whose values change in the 4th decimal")
+        ref = _pe_loop(t, e)
+        if same(out, ref): continue
+        if t > 1:
+            for w, hint in _pe_wrongs(t, e, ref): expect(not same(out[:8], w[:8], atol=1e-3), hint)   # small angles: float32 is exact enough
+            expect(not same(out, _pe_loop(t + 1, e)[1:]), "positions start at 0 (the first row is sin(0) = 0, cos(0) = 1)")
+        if e % 2: expect(False, f"wrong values for odd e (even e was right): {(e + 1) // 2} sines (dims 0, 2, ...) and "
+                         f"{e // 2} cosines (dims 1, 3, ...) for e={e}, exponents 2i/e with this e; the last dim is a sine")
+        expect(False, f"sinusoidal_encoding({t}, {e}) differs from sin(p / 10000^(2i/e)), cos(p / 10000^(2i/e)): "
+               "are t or e hard-coded somewhere?")
 
 # %% ../nbs/04_positions.ipynb #5e6c736b
 # @title Solution: sinusoidal encoding
@@ -71,23 +84,42 @@ def sinusoidal_shift(k, e):
 
 # %% ../nbs/04_positions.ipynb #5aadaad2
 # @title check_positions_from_pad
+def _pad_masks():
+    "Padding masks (True at real tokens) of a batch of one and of larger batches, with irregular pads per row"
+    fixed = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]]).bool()
+    n, front, j = randint(0, 12, (7,), seed=4), randint(0, 2, (7,), seed=5).bool(), torch.arange(11)   # 7 rows of 11
+    rnd = torch.where(front[:, None], j >= 11 - n[:, None], j < n[:, None])     # front- or end-padded, n real tokens
+    return fixed, torch.tensor([[0, 0, 0, 1, 1, 1, 1]]).bool(), rnd
+
 @checker
 def check_positions_from_pad(fn):
     "Check `fn(pad_mask)`: at real tokens, the count of real tokens before them; at pads, any index in [0, t)"
-    pm = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]]).bool()
-    ref = torch.tensor([[int(pm[i, :j].sum()) for j in range(6)] for i in range(5)])     # real tokens before j
-    out = fn(pm)
-    expect_shape(out, pm.shape)
-    expect(not out.is_floating_point() and out.dtype != torch.bool, f"return integer positions (torch.long), usable as "
-           f"nn.Embedding indices; got {out.dtype}")
-    out = out.long()
-    expect(not torch.equal(out[pm], torch.arange(6).expand(5, 6)[pm]), "you counted from the start of the row: count "
-           "from the first real token, so front padding doesn't shift a review's positions")
-    expect(not torch.equal(out[pm], ref[pm] + 1), "the first real token is position 0, you started at 1")
-    expect(not (out[~pm] < 0).any(), "pads got negative positions (cumsum - 1 is -1 before the first real token): "
-           "nn.Embedding rejects them — clamp to 0")
-    expect(not (out[~pm] >= 6).any(), "pads got positions >= t: nn.Embedding would reject them")
-    expect(torch.equal(out[pm], ref[pm]), "wrong positions at the real tokens: count the real tokens before each one")
+    for pm in _pad_masks():
+        b, t = pm.shape
+        ref = torch.tensor([[int(pm[i, :j].sum()) for j in range(t)] for i in range(b)])     # real tokens before j
+        try: out = call_checked(fn, pm)
+        except (CheckError, TODO): raise
+        except Exception as ex:
+            raise CheckError(f"for a mask of shape {(b, t)} your code raised {type(ex).__name__}: {str(ex)[:60]} "
+                             f"(nothing hard-coded: take b and t from the mask)") from None
+        expect(not (b == 1 and isinstance(out, torch.Tensor) and tuple(out.shape) == (t,)),
+               f"for a batch of one the result is (1, {t}): a stray .squeeze() dropped the batch dim")
+        expect_shape(out, pm.shape)
+        expect(not out.is_floating_point() and out.dtype != torch.bool, f"return integer positions (torch.long), usable as "
+               f"nn.Embedding indices; got {out.dtype}")
+        expect(out.device.type == pm.device.type, f"return the positions on the mask's device ({pm.device.type}), got {out.device.type}")
+        out = out.long()
+        expect(not torch.equal(out[pm], torch.arange(t).expand(b, t)[pm]), "you counted from the start of the row: count "
+                "from the first real token, so front padding doesn't shift a review's positions")
+        expect(not torch.equal(out[pm], ref[pm] + 1), "the first real token is position 0, you started at 1")
+        expect(not (out[~pm] < 0).any(), "pads got negative positions (cumsum - 1 is -1 before the first real token): "
+               "nn.Embedding rejects them — clamp to 0")
+        expect(not (out[~pm] >= t).any(), "pads got positions >= t: nn.Embedding would reject them")
+        if b > 1: expect(not torch.equal(out[pm], (pm.long().cumsum(0) - 1).clamp(min=0)[pm]),
+                         "you counted down the batch (dim 0): count along each row, over the time dim (dim 1)")
+        expect(not torch.equal(out[pm], ((~pm).long().cumsum(1) - 1).clamp(min=0)[pm]) and not torch.equal(out[pm], (~pm).long().cumsum(1)[pm]),
+               "you counted the pads: pad_mask is True at the real tokens, False at the pads")
+        expect(torch.equal(out[pm], ref[pm]), "wrong positions at the real tokens: count the real tokens before each one")
 
 # %% ../nbs/04_positions.ipynb #ed8ca180
 # @title Solution: positions from a padding mask

@@ -6,9 +6,10 @@
 __all__ = ['check_raw_weights', 'raw_weights', 'check_row_softmax', 'row_softmax', 'check_basic_self_attention',
            'basic_self_attention', 'check_einsum_self_attention', 'einsum_self_attention']
 
-# %% ../nbs/01_selfattention.ipynb #aea2377f
-import torch, torch.nn.functional as F
-from .core import TODO, CheckError, checker, diagnose, expect, expect_shape, same
+# %% ../nbs/01_selfattention.ipynb #78e8022e
+import copy, torch, torch.nn.functional as F
+from .core import (TODO, CheckError, checker, diagnose, expect, expect_shape, same, rand,
+                                       call_checked, expect_like)
 
 # %% ../nbs/01_selfattention.ipynb #a014e2bf
 def _slow_raw_weights(x):
@@ -16,67 +17,145 @@ def _slow_raw_weights(x):
     b, t, e = x.size()
     return torch.tensor([[[float(x[bi, i] @ x[bi, j]) for j in range(t)] for i in range(t)] for bi in range(b)])
 
-# %% ../nbs/01_selfattention.ipynb #846aa373
-def _sample(*shape, seed=0):
-    "A reproducible random tensor that leaves the global RNG alone"
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+# %% ../nbs/01_selfattention.ipynb #c8a4943d
+def _desc(args, kwargs=None):
+    "The tensors among `args`/`kwargs` as shapes and dtypes, the rest as values, for a hint"
+    def d(a):
+        if isinstance(a, torch.Tensor): return f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
+        if isinstance(a, torch.nn.Module):   # one line: the sizes that matter, not the whole repr
+            return f"{type(a).__name__}({', '.join(f'{k}={getattr(a, k)}' for k in ('emb', 'heads', 'wide') if hasattr(a, k))})"
+        return repr(a)
+    return ', '.join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in (kwargs or {}).items()])
 
-# %% ../nbs/01_selfattention.ipynb #99e5a17d
+class _Runs:
+    "Call a learner's `fn` on one fixture after another: inputs must stay unchanged, a crash names the input it hit"
+    def __init__(self, fn, on_error=None):  # `on_error(exception, args)`: a specific hint for a crash, or None
+        self.fn, self.on_error, self.ok, self.shaped = fn, on_error, [], []
+    def __call__(self, *args, **kwargs):
+        d = _desc(args, kwargs)
+        try: out = call_checked(self.fn, *args, **kwargs)
+        except (TODO, CheckError): raise
+        except Exception as e:
+            hint = self.on_error(e, args) if self.on_error else None
+            if hint: raise CheckError(hint) from None
+            msg = f"your code raised {type(e).__name__} on ({d}): {str(e).splitlines()[0][:150]}"
+            if self.ok: msg += f" — it ran on ({self.ok[0]}): a hard-coded size, number of dims or dtype?"
+            if isinstance(e, IndexError): msg += " (a loop or an index over a fixed range? take sizes from the inputs)"
+            elif 'invalid for input of size' in str(e): msg += " (a view or reshape to a hard-coded size? take sizes from the inputs)"
+            raise CheckError(msg) from None
+        self.ok.append(d)
+        return out
+    def like(self, out, ref, what='the output'):
+        "`expect_like(out, ref)`, saying which mistake a wrong shape or dtype looks like"
+        expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
+        got, want = tuple(out.shape), tuple(ref.shape)
+        if got != want:
+            if want[:1] == (1,) and got == want[1:]:
+                expect(False, f"{what} should have shape {want}, got {got}: the batch dim of a batch of one is gone "
+                              "(a .squeeze()? it drops every dim of size 1)")
+            if self.shaped: expect(False, f"{what} should have shape {want}, got {got} (it was right for "
+                                          f"{self.shaped[0]}): a size hard-coded instead of taken from the inputs?")
+        expect_shape(out, want, what)
+        expect(out.dtype == ref.dtype, f"{what} should keep the inputs' dtype {ref.dtype}, got {out.dtype}: don't "
+               "convert (.float(), dtype=torch.float32), make new tensors with dtype=x.dtype or torch.*_like")
+        expect_like(out, ref, what)
+        self.shaped.append(want)
+
+def _other_device():
+    "A device other than the CPU to run a check on: the GPU if there is one, else `meta` (shapes and dtypes, no data)"
+    return 'cuda' if torch.cuda.is_available() else 'meta'
+
+def _on_device(fn, *args, **kwargs):
+    "Run `fn` on copies of the tensor (and module) arguments on `_other_device()`: the output must stay there"
+    dev = _other_device()
+    def mv(a):
+        if isinstance(a, torch.Tensor): return a.to(dev)
+        return copy.deepcopy(a).to(dev) if isinstance(a, torch.nn.Module) else a
+    hint = (f"your result does not stay on the inputs' device (tried with device='{dev}'): create new tensors with "
+            "device=x.device (or torch.*_like), not on the CPU, and don't go through Python lists or numpy")
+    try: out = fn(*map(mv, args), **{k: mv(v) for k, v in kwargs.items()})
+    except (TODO, CheckError): raise
+    except Exception as e:   # code that reads values (.item(), boolean indexing) can't run on meta: nothing to judge
+        expect(not any(m in str(e) for m in ('expected device', 'same device', 'Cannot copy out of meta', 'cross-device',
+                                             'device type tensor to numpy')), hint)
+        return None
+    expect(all(o.device.type == torch.device(dev).type for o in (out if isinstance(out, (tuple, list)) else [out])
+               if isinstance(o, torch.Tensor)) and isinstance(out, (torch.Tensor, tuple, list)), hint)
+    return out
+
+# %% ../nbs/01_selfattention.ipynb #a7b8c130
 @checker
 def check_raw_weights(fn):
     "Check `fn(x)`: (b, t, e) -> (b, t, t), the dot products x_i . x_j of each sequence"
-    x = _sample(2, 5, 3)                       # b=2, t=5, e=3
-    out = fn(x)
-    expect(not (isinstance(out, torch.Tensor) and out.shape == (2, 3, 3)),
-           "got (b, e, e): that is xᵀx; you want x xᵀ, torch.bmm(x, x.transpose(1, 2)), of shape (b, t, t)")
-    expect_shape(out, (2, 5, 5))
-    raw = x @ x.transpose(1, 2)
-    diagnose(out, _slow_raw_weights(x), [
-        (F.softmax(raw, -1), "you applied the softmax already: the raw weights are the dot products themselves"),
-        (F.softmax(raw, 1), "you applied the softmax already: the raw weights are the dot products themselves"),
-        (raw / 3 ** 0.5, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)")],
-        "the values are wrong: entry [b, i, j] should be the dot product x[b, i] · x[b, j]")
+    run = _Runs(fn)
+    for x in (rand(1, 5, 3, seed=1), rand(4, 6, 7, seed=2, dtype=torch.float64)):   # t != e; a batch of 1, of 4
+        b, t, e = x.shape
+        out = run(x)
+        expect(not (isinstance(out, torch.Tensor) and out.shape == (b, e, e)),
+               "got (b, e, e): that is xᵀx; you want x xᵀ, torch.bmm(x, x.transpose(1, 2)), of shape (b, t, t)")
+        raw = x @ x.transpose(1, 2)
+        run.like(out, raw)
+        diagnose(out, _slow_raw_weights(x), [
+            (F.softmax(raw, -1), "you applied the softmax already: the raw weights are the dot products themselves"),
+            (F.softmax(raw, 1), "you applied the softmax already: the raw weights are the dot products themselves"),
+            (raw / e ** 0.5, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)"),
+            (raw / e, "you scaled by e: the basic operation has no scaling (lesson 02 adds it)"),
+            (raw[:1].expand_as(raw), "every sequence got the weights of the first one: compute x xᵀ for each sequence")],
+            "the values are wrong: entry [b, i, j] should be the dot product x[b, i] · x[b, j]")
+    x = rand(3, 4, 5, seed=3, dtype=torch.bfloat16)
+    out = run(x)
+    run.like(out, x @ x.transpose(1, 2))
+    expect(same(out, _slow_raw_weights(x.double()), atol=0.1, rtol=0.02), "wrong values for bfloat16 input")
+    _on_device(fn, rand(2, 3, 4))
 
-# %% ../nbs/01_selfattention.ipynb #6c6a24a3
+# %% ../nbs/01_selfattention.ipynb #ee860e23
 # @title Solution: raw_weights
 def raw_weights(x):
     "(b, t, e) -> (b, t, t): the dot products x_i . x_j within each sequence"
     return torch.bmm(x, x.transpose(1, 2))
 
-# %% ../nbs/01_selfattention.ipynb #c1e9e386
+# %% ../nbs/01_selfattention.ipynb #b6878601
 def _slow_softmax(w):
     "Softmax over the last dim, written out: subtract the row max, exp, divide by the row sum"
     z = (w - w.max(-1, keepdim=True).values).exp()
     return z / z.sum(-1, keepdim=True)
 
-# %% ../nbs/01_selfattention.ipynb #01232c5e
+# %% ../nbs/01_selfattention.ipynb #6e4ac9ab
 @checker
 def check_row_softmax(fn):
     "Check `fn(raw)`: (b, t, t) -> (b, t, t), a softmax over the last dim, so each row sums to 1"
-    raw = _sample(2, 4, 4)
-    out = fn(raw)
-    expect_shape(out, raw.shape)
-    diagnose(out, _slow_softmax(raw), [
-        (F.softmax(raw, 1), "the columns sum to 1, not the rows: take the softmax over dim=2 (or dim=-1), the inputs j"),
-        (F.softmax(raw, 0), "you took the softmax over the batch (dim 0): take it over dim=-1"),
-        (raw, "you returned the raw weights: apply the softmax"),
-        (raw.exp(), "the rows don't sum to 1: divide exp(w) by its row sum"),
-        (raw / raw.sum(-1, keepdim=True), "you normalised without exp: weights must be positive, divide exp(w) by its row sum"),
-        (F.log_softmax(raw, -1), "that is log_softmax: you want F.softmax")],
-        "the values are wrong: each row should be exp(w) / exp(w).sum(-1, keepdim=True)")
-    big = raw * 100                                  # scores of a few hundred: exp overflows float32
-    out = fn(big)
-    expect(bool(torch.isfinite(out).all()),
-           "inf or NaN on large scores: subtract each row's max before exp (F.softmax does this for you)")
-    diagnose(out, _slow_softmax(big), otherwise="wrong on large scores: subtract each row's max before exp")
+    run = _Runs(fn)
+    for raw in (2 * rand(1, 5, 5, seed=4), 2 * rand(4, 3, 6, seed=5, dtype=torch.float64)):   # a batch of 1, of 4
+        out = run(raw)
+        run.like(out, raw)
+        diagnose(out, _slow_softmax(raw), [
+            (F.softmax(raw, 1), "the columns sum to 1, not the rows: take the softmax over dim=2 (or dim=-1), the inputs j"),
+            (F.softmax(raw, 0), "you took the softmax over the batch (dim 0): take it over dim=-1"),
+            (raw, "you returned the raw weights: apply the softmax"),
+            (raw.exp(), "the rows don't sum to 1: divide exp(w) by its row sum"),
+            (raw / raw.sum(-1, keepdim=True), "you normalised without exp: weights must be positive, divide exp(w) by its row sum"),
+            (F.log_softmax(raw, -1), "that is log_softmax: you want F.softmax"),
+            (F.softmax(raw[:1], -1).expand_as(raw), "every sequence got the weights of the first one: softmax each row of the batch"),
+            (F.softmax(raw[:, :1], -1).expand_as(raw), "every row got the weights of row 0: softmax each row")],
+            "the values are wrong: each row should be exp(w) / exp(w).sum(-1, keepdim=True)")
+    for big in (100 * rand(1, 5, 5, seed=4), 100 * rand(4, 3, 6, seed=5)):   # scores of a few hundred: exp overflows float32
+        out = run(big)
+        expect(isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()),
+               "inf or NaN on large scores: subtract each row's max before exp (F.softmax does this for you)")
+        diagnose(out, _slow_softmax(big), otherwise="wrong on large scores: subtract each row's max before exp")
+    raw = rand(3, 4, 4, seed=6, dtype=torch.bfloat16)
+    out = run(raw)
+    run.like(out, raw)
+    expect(same(out, _slow_softmax(raw.double()), atol=1e-2), "wrong values for bfloat16 scores")
+    _on_device(fn, rand(2, 3, 3))
 
-# %% ../nbs/01_selfattention.ipynb #246866b0
+# %% ../nbs/01_selfattention.ipynb #7fa1ea16
 # @title Solution: row_softmax
 def row_softmax(raw):
     "(b, t, t) -> (b, t, t): softmax over the last dim, so that each row sums to 1"
     return F.softmax(raw, dim=-1)
 
-# %% ../nbs/01_selfattention.ipynb #ef763ca9
+# %% ../nbs/01_selfattention.ipynb #756d378a
 def _slow_self_attention(x):
     "y_i = Σ_j softmax_j(x_i . x_j) x_j with Python loops, for one (b, t, e) batch"
     b, t, e = x.size()
@@ -88,30 +167,40 @@ def _slow_self_attention(x):
             y[bi, i] = sum(w[j] * x[bi, j] for j in range(t))
     return y
 
-# %% ../nbs/01_selfattention.ipynb #f30d3c6d
+# %% ../nbs/01_selfattention.ipynb #7dadf914
 def _check_self_attention(fn):
     "The shared checks of the basic self-attention exercises"
-    x = _sample(2, 5, 3)                       # b=2, t=5, e=3
-    out = fn(x)
-    expect(not (isinstance(out, torch.Tensor) and out.shape == (2, 5, 5)),
-           "got (b, t, t): those are the weights; multiply them with x to get the outputs")
-    expect_shape(out, x.shape)
-    raw = x @ x.transpose(1, 2)
-    diagnose(out, _slow_self_attention(x), [
-        # x xᵀ is symmetric, so a softmax over dim 1 and weights used transposed give the same wrong answer
-        (F.softmax(raw, 1) @ x, "the weights of each output (a row of w) must sum to 1: softmax over dim=-1, and y = w x, not wᵀ x"),
-        (raw @ x, "you forgot the softmax: the weights must be positive and sum to 1"),
-        (F.softmax(raw / 3 ** 0.5, -1) @ x, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)"),
-        (F.softmax(raw / 3, -1) @ x, "you scaled by e: the basic operation has no scaling (lesson 02 adds it)")],
-        "the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x")
+    run = _Runs(fn)
+    for x in (rand(1, 5, 3, seed=7), rand(4, 6, 7, seed=8, dtype=torch.float64)):   # t != e; a batch of 1, of 4
+        b, t, e = x.shape
+        out = run(x)
+        expect(not (isinstance(out, torch.Tensor) and out.shape == (b, t, t)),
+               "got (b, t, t): those are the weights; multiply them with x to get the outputs")
+        run.like(out, x)
+        raw = x @ x.transpose(1, 2)
+        diagnose(out, _slow_self_attention(x), [
+            # x xᵀ is symmetric, so a softmax over dim 1 and weights used transposed give the same wrong answer
+            (F.softmax(raw, 1) @ x, "the weights of each output (a row of w) must sum to 1: softmax over dim=-1, and y = w x, not wᵀ x"),
+            (raw @ x, "you forgot the softmax: the weights must be positive and sum to 1"),
+            (F.softmax(raw / e ** 0.5, -1) @ x, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)"),
+            (F.softmax(raw / e, -1) @ x, "you scaled by e: the basic operation has no scaling (lesson 02 adds it)"),
+            ((F.softmax(raw[:1], -1) @ x[:1]).expand_as(x), "every sequence got the output of the first one: attend within each sequence"),
+            (F.softmax(raw, -1) @ x[:1], "every sequence averaged the vectors of the first one: y = w x with each sequence's own x"),
+            (F.softmax(raw[:1], -1) @ x, "every sequence used the weights of the first one: softmax(x xᵀ) for each sequence")],
+            "the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x")
+    x = rand(3, 4, 5, seed=9, dtype=torch.bfloat16)
+    out = run(x)
+    run.like(out, x)
+    expect(same(out, _slow_self_attention(x.double()), atol=0.05, rtol=0.05), "wrong values for bfloat16 input")
+    _on_device(fn, rand(2, 3, 4))
 
-# %% ../nbs/01_selfattention.ipynb #f7cf2962
+# %% ../nbs/01_selfattention.ipynb #acf4ffbe
 @checker
 def check_basic_self_attention(fn):
     "Check `fn(x)`: (b, t, e) -> (b, t, e), basic self-attention softmax(x xᵀ) x"
     _check_self_attention(fn)
 
-# %% ../nbs/01_selfattention.ipynb #c34097af
+# %% ../nbs/01_selfattention.ipynb #741e88c9
 # @title Solution: basic_self_attention
 def basic_self_attention(x):
     "(b, t, e) -> (b, t, e): each output is the softmax(x xᵀ)-weighted average of the inputs"
@@ -119,21 +208,21 @@ def basic_self_attention(x):
     w = F.softmax(raw, dim=2)               # each row sums to 1
     return torch.bmm(w, x)                  # (b, t, e)
 
-# %% ../nbs/01_selfattention.ipynb #473165e0
+# %% ../nbs/01_selfattention.ipynb #583d01ff
 def _calls(fn, name):
     "Does the code of `fn` (or of a function, lambda or comprehension inside it) use the attribute or global `name`?"
     def walk(code): return name in code.co_names or any(walk(c) for c in code.co_consts if hasattr(c, 'co_names'))
     code = getattr(fn, '__code__', None)
     return code is None or walk(code)     # no code object to inspect (a builtin, a C function): don't complain
 
-# %% ../nbs/01_selfattention.ipynb #3d05ecc3
+# %% ../nbs/01_selfattention.ipynb #6fab0cad
 @checker
 def check_einsum_self_attention(fn):
     "Check `fn(x)`: basic self-attention written with `torch.einsum`"
     _check_self_attention(fn)
     expect(_calls(fn, 'einsum'), "right values, but this exercise is about torch.einsum: use it for both products")
 
-# %% ../nbs/01_selfattention.ipynb #60fd13f5
+# %% ../nbs/01_selfattention.ipynb #3bde2aee
 # @title Solution: einsum_self_attention
 def einsum_self_attention(x):
     "(b, t, e) -> (b, t, e): basic self-attention with two calls to `torch.einsum`"

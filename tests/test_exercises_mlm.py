@@ -1,0 +1,92 @@
+"Lesson 40's checks accept the solutions and reject the stub and each typical mistake with its own hint."
+import torch, torch.nn.functional as F
+from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.mlm import (check_mask_tokens, mask_tokens, check_masked_lm_loss, masked_lm_loss,
+                                      check_masked_accuracy, masked_accuracy)
+
+def stub(*args, **kwargs): raise TODO("write it")
+
+def _mask(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None, *, exclude=True, mask_frac=0.8,
+          rand_frac=0.1, rnd_hi=None, tgt_fill=-100, tgt_from_inputs=False, hard_pad=None, hard_p=None,
+          use_gen=True, check_p=True, inplace=False, float_tgt=False, ignore_specials=False, indep=False):
+    "A configurable `mask_tokens`: each keyword reproduces one typical mistake"
+    if check_p and not 0 < p < 1: raise ValueError("p")
+    g = generator if use_gen else None
+    p = hard_p if hard_p is not None else p
+    pad = hard_pad if hard_pad is not None else pad_idx
+    u, r = torch.rand(x.shape, generator=g), torch.rand(x.shape, generator=g)
+    rnd = torch.randint(0, rnd_hi(x, n_tokens) if rnd_hi else n_tokens, x.shape, generator=g)
+    ok = torch.ones_like(x, dtype=torch.bool)
+    if exclude: ok &= x != pad
+    if not ignore_specials: ok &= ~torch.isin(x, torch.tensor(list(special_ids) or [-7]))
+    sel = ok & (u < p)
+    where_rnd = (r >= mask_frac) & (r < mask_frac + rand_frac)
+    if indep: where_rnd = torch.rand(x.shape, generator=g) < 0.1          # random ids anywhere, not among the selected
+    else: where_rnd = sel & where_rnd
+    inp = x if inplace else x.clone()
+    inp[sel & (r < mask_frac)] = mask_idx
+    inp[where_rnd] = rnd[where_rnd]
+    tgt = torch.where(sel, (inp.clone() if tgt_from_inputs else x.clone() if not inplace else inp.clone()),
+                      torch.full_like(x, tgt_fill))
+    if inplace: tgt = torch.where(sel, tgt, torch.full_like(x, -100))
+    return inp, (tgt.float() if float_tgt else tgt)
+
+def mk(**kw): return lambda *a, **k: _mask(*a, **k, **kw)
+
+def test_mask_tokens():
+    assert_check(check_mask_tokens, mask_tokens, [
+        (stub, 'not solved'),
+        (mk(exclude=False), 'selected padding'),                                      # masks pads
+        (mk(hard_pad=1), 'pad_idx argument'),                                         # pad_idx hard-coded
+        (mk(ignore_specials=True), 'special tokens'),                                 # specials masked
+        (mk(mask_frac=1.0, rand_frac=0.), 'all the selected tokens became mask_idx'), # forgot the 10/10
+        (mk(mask_frac=0.8, rand_frac=0.), 'random id'),                               # forgot the 10% random
+        (mk(mask_frac=0.8, rand_frac=0.2), 'stayed as it was'),                       # forgot the 10% kept
+        (mk(mask_frac=0.7, rand_frac=0.2), '80% of the selected'),                    # wrong split
+        (mk(tgt_fill=0), 'not 0'),                                                    # 0 instead of -100 ...
+        (lambda x, *a, **k: (mask_tokens(x, *a, **k)[0], x.clone()), 'every position'),  # loss on every position
+        (mk(tgt_from_inputs=True), 'ORIGINAL ids'),                                   # targets from the corrupted batch
+        (mk(inplace=True), 'in place'),                                               # mutates the caller's batch
+        (mk(use_gen=False), 'same generator seed'),                                   # ignores generator
+        (mk(hard_p=0.15), 'p is ignored'),                                            # p hard-coded
+        (mk(hard_p=0.5), 'probability p'),                                            # p wrong
+        (mk(rnd_hi=lambda x, n: int(x.max()) + 1), 'whole vocabulary'),               # random ids from the batch's range
+        (mk(check_p=False), 'ValueError'),                                            # p=0 accepted
+        (mk(float_tgt=True), 'dtype'),                                                # float targets
+        (mk(indep=True), 'not selected'),                                             # random ids outside the selection
+    ])
+
+def _ce(logits, y, **kw): return F.cross_entropy(logits.flatten(0, -2), y.flatten(), **kw)
+
+def test_masked_lm_loss():
+    def per_seq(l, y): return torch.stack([_ce(l[i], y[i]) for i in range(len(y))]).mean()
+    assert_check(check_masked_lm_loss, masked_lm_loss, [
+        (stub, 'not solved'),
+        (lambda l, y: _ce(l, y.clamp(min=0)), 'every position'),                      # -100 turned into a class
+        (lambda l, y: _ce(l, y, reduction='sum'), 'not the sum'),
+        (lambda l, y: _ce(l, y, reduction='sum') / y.numel(), 'not by all'),
+        (lambda l, y: _ce(l.softmax(-1), y), 'softmax'),
+        (per_seq, 'per sequence'),                                                    # NaN on an empty row
+        (lambda l, y: _ce(l, y).float(), 'dtype'),                                    # float64 logits -> float32 loss
+        (lambda l, y: _ce(l.view(-1, 13), y), 'raised'),                              # vocabulary hard-coded
+        (lambda l, y: _ce(l.masked_fill_(l > 1, 1.), y), 'in place'),
+        (lambda l, y: _ce(l, y) * 1.1, 'differs'),
+    ])
+    assert_check(check_masked_lm_loss, lambda l, y: F.cross_entropy(l.transpose(1, 2), y))   # (b, v, t) works too
+
+def test_masked_accuracy():
+    def per_seq(l, y):
+        return torch.stack([(l[i].argmax(-1) == y[i])[y[i] != -100].float().mean() for i in range(len(y))]).mean()
+    def no_guard(l, y):
+        s = y != -100
+        return (l.argmax(-1)[s] == y[s]).float().mean()
+    assert_check(check_masked_accuracy, masked_accuracy, [
+        (stub, 'not solved'),
+        (lambda l, y: (l.argmax(-1) == y).float().mean(), 'every position'),
+        (lambda l, y: ((l.argmax(-1) == y) & (y != -100)).sum().float(), 'not their number'),
+        (per_seq, 'NaN|per sequence'),
+        (no_guard, 'not NaN'),
+        (lambda l, y: no_guard(l, y).double() if (y != -100).any() else torch.tensor(0.), 'dtype'),
+        (lambda l, y: masked_accuracy(l, y) + 0.01, 'differs'),
+        (lambda l, y: masked_accuracy(l.masked_fill_(l > 5, 5.), y), 'in place'),
+    ])

@@ -1,0 +1,189 @@
+"Each check in lesson 30 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
+import math, torch, torch.nn.functional as F
+from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.masks import neg_fill
+from transformers_scratch.attention import split_heads, merge_heads
+from transformers_scratch.seq2seq import *
+
+
+def stub(*args, **kwargs): raise TODO("not yet")
+
+
+# --- valid_lens ----------------------------------------------------------------------------------------------------
+def vl_pads(x, pad_idx=1):      return (x == pad_idx).sum(1)
+def vl_hard_pad(x, pad_idx=1):  return (x != 1).sum(1)
+def vl_float(x, pad_idx=1):     return (x != pad_idx).float().sum(1)
+def vl_keepdim(x, pad_idx=1):   return (x != pad_idx).sum(1, keepdim=True)
+def vl_mask(x, pad_idx=1):      return x != pad_idx
+def vl_first_pad(x, pad_idx=1): return (x == pad_idx).long().argmax(1)
+def vl_inplace(x, pad_idx=1):
+    x[x == pad_idx] = -1
+    return (x != -1).sum(1)
+def vl_two_rows(x, pad_idx=1):  return torch.stack([(x[i] != pad_idx).sum() for i in range(2)])
+
+def test_check_valid_lens():
+    assert_check(check_valid_lens, valid_lens, [
+        (stub, 'not solved'), (vl_pads, 'counted the pads'), (vl_hard_pad, 'ignored pad_idx'), (vl_float, 'integer'),
+        (vl_keepdim, r'\(b, 1\)'), (vl_mask, 'returned the mask'), (vl_first_pad, 'first pad'), (vl_inplace, 'in place'),
+        (vl_two_rows, 'raised IndexError')])
+
+
+# --- cross_attention -----------------------------------------------------------------------------------------------
+def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True, p=None, inplace=False):
+    h = ca.heads
+    if inplace and pm is not None: m.masked_fill_(~pm[..., None], 0.)
+    q = split_heads(ca.toqueries(x), h)
+    k, v = split_heads(ca.tokeys(x if kx else m), h), split_heads(ca.tovalues(x if vx else m), h)
+    w = q @ k.transpose(-2, -1) / math.sqrt(scale or q.size(-1))
+    after = None
+    if pm is not None and fill != 'none':
+        mk = pm[:, None, None, :]
+        if fill == 'ok': w = w.masked_fill(~mk, neg_fill(w.dtype))
+        elif fill == 'inverted': w = w.masked_fill(mk, neg_fill(w.dtype))
+        elif fill == '+inf': w = w.masked_fill(~mk, float('inf'))
+        elif fill == 'zero': w = w.masked_fill(~mk, 0.)
+        elif fill == 'after': after = mk
+    w = F.softmax(w, -1)
+    if after is not None: w = w * after
+    w = F.dropout(w, ca.dropout if p is None else p, ca.training)
+    out = merge_heads(w @ v)
+    return ca.unifyheads(out) if unify else out
+
+def ca_keys_from_x(ca, x, m, pm=None):     return _ca(ca, x, m, pm, kx=True)
+def ca_kv_from_x(ca, x, m, pm=None):       return _ca(ca, x, m, pm, kx=True, vx=True) if pm is None else _ca(ca, x, m, None, kx=True, vx=True)
+def ca_no_mask(ca, x, m, pm=None):         return _ca(ca, x, m, pm, fill='none')
+def ca_inverted(ca, x, m, pm=None):        return _ca(ca, x, m, pm, fill='inverted')
+def ca_plus_inf(ca, x, m, pm=None):        return _ca(ca, x, m, pm, fill='+inf')
+def ca_zero(ca, x, m, pm=None):            return _ca(ca, x, m, pm, fill='zero')
+def ca_after(ca, x, m, pm=None):           return _ca(ca, x, m, pm, fill='after')
+def ca_no_scale(ca, x, m, pm=None):        return _ca(ca, x, m, pm, scale=1)
+def ca_scale_e(ca, x, m, pm=None):         return _ca(ca, x, m, pm, scale=x.size(-1))
+def ca_no_unify(ca, x, m, pm=None):        return _ca(ca, x, m, pm, unify=False)
+def ca_no_dropout(ca, x, m, pm=None):      return _ca(ca, x, m, pm, p=0.)
+def ca_dropout_half(ca, x, m, pm=None):    return _ca(ca, x, m, pm, p=0.6)
+def ca_inplace(ca, x, m, pm=None):         return _ca(ca, x, m, pm, inplace=True)
+
+def test_check_cross_attention():
+    assert_check(check_cross_attention, cross_attention, [
+        (stub, 'not solved'), (ca_keys_from_x, 'keys/values from memory'), (ca_kv_from_x, 'from the decoder'),
+        (ca_no_mask, 'forgot the memory mask'), (ca_inverted, 'inverted'), (ca_plus_inf, 'NaN.*\\+inf'),
+        (ca_zero, 'with 0'), (ca_after, 'after the softmax'), (ca_no_scale, 'forgot to scale'), (ca_scale_e, '√e'),
+        (ca_no_unify, 'unifyheads'), (ca_no_dropout, 'dropout'), (ca_dropout_half, 'spread'), (ca_inplace, 'in place')])
+
+
+# --- decoder_block -------------------------------------------------------------------------------------------------
+def _db(blk, x, m, pad=None, mpad=None, order='sca', res=(1, 1, 1), mem_norm=False, use_pad=True, use_mpad=True,
+        self_cross=False, norms=(0, 1, 2), pre=None):
+    N = [(blk.norm1, blk.norm2, blk.norm3)[i] for i in norms]
+    subs = {'s': lambda h: blk.cross_attention(h, h) if self_cross else blk.attention(h, pad if use_pad else None),
+            'c': lambda h: blk.cross_attention(h, N[1](m) if mem_norm else m, mpad if use_mpad else None),
+            'a': blk.ff}
+    pre = blk.prenorm if pre is None else pre
+    h = x
+    for i, key in enumerate(order):
+        f, r, n = subs[key], res[i], N[i]
+        h = r * h + blk.do(f(n(h))) if pre else n(r * h + blk.do(f(h)))
+    return h
+
+def db_cross_first(blk, x, m, pad=None, mpad=None):   return _db(blk, x, m, pad, mpad, order='csa')
+def db_not_causal(blk, x, m, pad=None, mpad=None):    return _db(blk, x, m, pad, mpad, self_cross=True)
+def db_no_res1(blk, x, m, pad=None, mpad=None):       return _db(blk, x, m, pad, mpad, res=(0, 1, 1))
+def db_no_res2(blk, x, m, pad=None, mpad=None):       return _db(blk, x, m, pad, mpad, res=(1, 0, 1))
+def db_no_res3(blk, x, m, pad=None, mpad=None):       return _db(blk, x, m, pad, mpad, res=(1, 1, 0))
+def db_mem_norm(blk, x, m, pad=None, mpad=None):      return _db(blk, x, m, pad, mpad, mem_norm=True)
+def db_no_mpad(blk, x, m, pad=None, mpad=None):       return _db(blk, x, m, pad, mpad, use_mpad=False)
+def db_no_pad(blk, x, m, pad=None, mpad=None):        return _db(blk, x, m, pad, mpad, use_pad=False)
+def db_swapped(blk, x, m, pad=None, mpad=None):       return _db(blk, x, m, pad, mpad, norms=(1, 0, 2))
+def db_always_pre(blk, x, m, pad=None, mpad=None):    return _db(blk, x, m, pad, mpad, pre=True)
+
+def test_check_decoder_block():
+    assert_check(check_decoder_block, decoder_block, [
+        (stub, 'not solved'), (db_cross_first, 'cross-attention before'), (db_not_causal, 'not causal'),
+        (db_no_res1, "self-attention's residual"), (db_no_res2, "cross-attention's residual"), (db_no_res3, "MLP's residual"),
+        (db_mem_norm, 'normalised the memory'), (db_no_mpad, 'forgot memory_pad_mask'), (db_no_pad, 'forgot pad_mask'),
+        (db_swapped, 'swapped'), (db_always_pre, 'blk.prenorm')])
+
+
+# --- teacher_forcing -----------------------------------------------------------------------------------------------
+def _col(t, v): return torch.full((t.size(0), 1), v, dtype=t.dtype)
+def tf_eos_at_end(t, bos_idx=2, eos_idx=3, pad_idx=1): return torch.cat([_col(t, bos_idx), t], 1), torch.cat([t, _col(t, eos_idx)], 1)
+def tf_no_eos(t, bos_idx=2, eos_idx=3, pad_idx=1):     return torch.cat([_col(t, bos_idx), t], 1), torch.cat([t, _col(t, pad_idx)], 1)
+def tf_swapped(t, bos_idx=2, eos_idx=3, pad_idx=1):    return teacher_forcing(t, bos_idx, eos_idx, pad_idx)[::-1]
+def tf_bos_labels(t, bos_idx=2, eos_idx=3, pad_idx=1):
+    d, _ = teacher_forcing(t, bos_idx, eos_idx, pad_idx); return d, d
+def tf_no_shift(t, bos_idx=2, eos_idx=3, pad_idx=1):
+    _, l = teacher_forcing(t, bos_idx, eos_idx, pad_idx); return l, l
+def tf_hard_bos(t, bos_idx=2, eos_idx=3, pad_idx=1):   return teacher_forcing(t, 2, eos_idx, pad_idx)
+def tf_short(t, bos_idx=2, eos_idx=3, pad_idx=1):      return torch.cat([_col(t, bos_idx), t[:, :-1]], 1), t
+def tf_float(t, bos_idx=2, eos_idx=3, pad_idx=1):      return tuple(o.float() for o in teacher_forcing(t, bos_idx, eos_idx, pad_idx))
+def tf_inplace(t, bos_idx=2, eos_idx=3, pad_idx=1):
+    out = teacher_forcing(t, bos_idx, eos_idx, pad_idx); t.fill_(pad_idx); return out
+
+def test_check_teacher_forcing():
+    assert_check(check_teacher_forcing, teacher_forcing, [
+        (stub, 'not solved'), (tf_eos_at_end, 'after the padding'), (tf_no_eos, 'no EOS'), (tf_swapped, 'swapped'),
+        (tf_bos_labels, 'start with BOS'), (tf_no_shift, 'no shift'), (tf_hard_bos, 'start with bos_idx'),
+        (tf_short, 't columns'), (tf_float, 'dtype'), (tf_inplace, 'in place')])
+
+
+# --- seq2seq_loss --------------------------------------------------------------------------------------------------
+def _flat(lg, lab): return lg.reshape(-1, lg.size(-1)), lab.reshape(-1)
+def sl_pads(lg, lab, pad_idx=1, smoothing=0.):      return F.cross_entropy(*_flat(lg, lab), label_smoothing=smoothing)
+def sl_no_smooth(lg, lab, pad_idx=1, smoothing=0.): return F.cross_entropy(*_flat(lg, lab), ignore_index=pad_idx)
+def sl_sum(lg, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(*_flat(lg, lab), ignore_index=pad_idx, label_smoothing=smoothing, reduction='sum')
+def sl_numel(lg, lab, pad_idx=1, smoothing=0.):     return sl_sum(lg, lab, pad_idx, smoothing) / lab.numel()
+def sl_per_sentence(lg, lab, pad_idx=1, smoothing=0.):
+    return torch.stack([seq2seq_loss(lg[i:i + 1], lab[i:i + 1], pad_idx, smoothing) for i in range(lg.size(0))]).mean()
+def sl_hard_pad(lg, lab, pad_idx=1, smoothing=0.):  return seq2seq_loss(lg, lab, 1, smoothing)
+def sl_v_minus_1(lg, lab, pad_idx=1, smoothing=0.):
+    f, l = _flat(lg, lab); real = l != pad_idx
+    lp = F.log_softmax(f, -1); nll = -lp.gather(1, l[:, None])[:, 0]
+    other = -(lp.sum(-1) + nll) / (f.size(-1) - 1)           # mean -log p over the wrong classes
+    return ((1 - smoothing) * nll + smoothing * other)[real].mean()
+def sl_float(lg, lab, pad_idx=1, smoothing=0.):     return seq2seq_loss(lg.float(), lab, pad_idx, smoothing)
+def sl_detach(lg, lab, pad_idx=1, smoothing=0.):    return seq2seq_loss(lg.detach(), lab, pad_idx, smoothing)
+def sl_item(lg, lab, pad_idx=1, smoothing=0.):      return seq2seq_loss(lg, lab, pad_idx, smoothing).item()
+
+def test_check_seq2seq_loss():
+    assert_check(check_seq2seq_loss, seq2seq_loss, [
+        (stub, 'not solved'), (sl_pads, 'pads count'), (sl_no_smooth, 'smoothing is ignored'), (sl_sum, 'summed'),
+        (sl_numel, 'all positions'), (sl_per_sentence, 'per sentence'), (sl_hard_pad, 'not pad_idx'),
+        (sl_v_minus_1, 'v - 1'), (sl_float, 'dtype'), (sl_detach, 'autograd'), (sl_item, 'return a tensor')])
+
+
+# --- greedy_decode -------------------------------------------------------------------------------------------------
+def _gd(model, src, max_len=50, bos_idx=2, eos_idx=3, keep_bos=False, keep_eos=False, stop=True, pos=-1, evals=True,
+        restore=True, limit=None, as_list=False):
+    was = model.training
+    if evals: model.eval()
+    ys = [bos_idx]
+    with torch.no_grad():
+        for _ in range(limit if limit is not None else max_len):
+            nxt = int(model(src[None], torch.tensor([ys]))[0, pos].argmax())
+            if nxt == eos_idx and stop:
+                if keep_eos: ys.append(nxt)
+                break
+            ys.append(nxt)
+    if restore: model.train(was)
+    out = ys if keep_bos else ys[1:]
+    return out if as_list else torch.tensor(out, dtype=torch.long)
+
+def gd_keep_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, bos_idx, eos_idx, keep_bos=True)
+def gd_keep_eos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, bos_idx, eos_idx, keep_eos=True)
+def gd_no_stop(m, s, max_len=50, bos_idx=2, eos_idx=3):   return _gd(m, s, max_len, bos_idx, eos_idx, stop=False)
+def gd_first_pos(m, s, max_len=50, bos_idx=2, eos_idx=3): return _gd(m, s, max_len, bos_idx, eos_idx, pos=0)
+def gd_no_eval(m, s, max_len=50, bos_idx=2, eos_idx=3):   return _gd(m, s, max_len, bos_idx, eos_idx, evals=False)
+def gd_no_restore(m, s, max_len=50, bos_idx=2, eos_idx=3): return _gd(m, s, max_len, bos_idx, eos_idx, restore=False)
+def gd_max50(m, s, max_len=50, bos_idx=2, eos_idx=3):     return _gd(m, s, 50, bos_idx, eos_idx)
+def gd_minus1(m, s, max_len=50, bos_idx=2, eos_idx=3):    return _gd(m, s, max_len, bos_idx, eos_idx, limit=max_len - 1)
+def gd_hard_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, 2, eos_idx)
+def gd_list(m, s, max_len=50, bos_idx=2, eos_idx=3):      return _gd(m, s, max_len, bos_idx, eos_idx, as_list=True)
+def gd_float(m, s, max_len=50, bos_idx=2, eos_idx=3):     return _gd(m, s, max_len, bos_idx, eos_idx).float()
+
+def test_check_greedy_decode():
+    assert_check(check_greedy_decode, greedy_decode, [
+        (stub, 'not solved'), (gd_keep_bos, 'kept BOS'), (gd_keep_eos, 'kept EOS'), (gd_no_stop, 'after EOS'),
+        (gd_first_pos, 'LAST position'), (gd_no_eval, 'model.eval'), (gd_no_restore, 'mode you found it'),
+        (gd_max50, 'at most max_len'), (gd_minus1, 'off by one'), (gd_hard_bos, 'bos_idx'), (gd_list, '1-D LongTensor'),
+        (gd_float, 'torch.long')])

@@ -1,0 +1,241 @@
+"Encoder-decoder and translation: shapes, causality, padding, fast/explicit, cache, greedy/beam, bad input, `tfs translate`."
+import io, json, sys
+import pytest, torch
+from transformers_scratch.seq2seq import (Seq2SeqTransformer, CrossAttention, DecoderBlock, translate, translate_batch,
+                                          greedy_decode, attention_maps)
+from transformers_scratch.translate import (tokenize, detokenize, Vocab, corpus_bleu, multi30k, load_translator,
+                                            translate_config, SPECIALS)
+from transformers_scratch.cli import main
+
+def model(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, tgt_tokens=30, seed=0, **kw):
+    torch.manual_seed(seed)
+    return Seq2SeqTransformer(emb, heads, depth, seq_len, src_tokens, tgt_tokens, **kw).eval()
+
+def ids(*shape, lo=4, hi=30, seed=0):
+    return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
+
+VARIANTS = [dict(), dict(fast=True), dict(prenorm=False), dict(pos='learned', tie=False), dict(dec_depth=1, ff_mult=2)]
+
+# --- the model -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('kw', VARIANTS)
+@pytest.mark.parametrize('b, ts, tt', [(1, 7, 3), (3, 4, 9), (4, 11, 11)])
+def test_shapes(kw, b, ts, tt):
+    m = model(**kw)
+    assert m(ids(b, ts, hi=40), ids(b, tt)).shape == (b, tt, 30)
+    assert m.encode(ids(b, ts, hi=40)).shape == (b, ts, 32)
+
+@pytest.mark.parametrize('kw', VARIANTS)
+def test_decoder_is_causal(kw):
+    m, src, tgt = model(**kw), ids(3, 6, hi=40), ids(3, 8)
+    out = m(src, tgt)
+    for k in (1, 4, 7):
+        t2 = tgt.clone(); t2[:, k:] = ids(3, 8 - k, seed=k)
+        assert torch.allclose(m(src, t2)[:, :k], out[:, :k], atol=1e-5)
+        assert not torch.allclose(m(src, t2)[:, k:], out[:, k:], atol=1e-5)
+
+@pytest.mark.parametrize('kw', VARIANTS)
+def test_memory_padding_changes_nothing(kw):
+    m, tgt = model(**kw), ids(3, 5)
+    src = ids(3, 6, hi=40)
+    padded = torch.cat([src, torch.ones(3, 5, dtype=torch.long)], 1)
+    assert torch.allclose(m(padded, tgt), m(src, tgt), atol=1e-5)
+    batch = src.clone(); batch[1, 3:] = 1                       # one shorter sentence in the batch = that sentence alone
+    assert torch.allclose(m(batch, tgt)[1], m(src[1:2, :3], tgt[1:2])[0], atol=1e-5)
+
+def test_inner_target_padding_is_masked():
+    m = model()
+    tgt = ids(2, 6); left = torch.cat([torch.ones(2, 2, dtype=torch.long), tgt], 1)   # pads before the real tokens
+    out = m(ids(2, 5, hi=40), left)
+    assert torch.isfinite(out).all()
+
+@pytest.mark.parametrize('kw', [dict(), dict(prenorm=False), dict(pos='learned')])
+def test_fast_equals_explicit(kw):
+    slow, fast = model(**kw), model(fast=True, **kw)
+    fast.load_state_dict(slow.state_dict())
+    src = ids(3, 7, hi=40); src[0, 4:] = 1
+    tgt = ids(3, 5); tgt[2, 3:] = 1
+    assert torch.allclose(fast(src, tgt), slow(src, tgt), atol=1e-5)
+
+def test_cross_attention_fast_and_mask():
+    torch.manual_seed(0)
+    ca, fa = CrossAttention(12, heads=3).eval(), CrossAttention(12, heads=3, fast=True).eval()
+    fa.load_state_dict(ca.state_dict())
+    x, mem = torch.randn(3, 4, 12), torch.randn(3, 6, 12)
+    pm = torch.tensor([[1] * 6, [1, 1, 0, 0, 0, 0], [0] * 6]).bool()       # the last row: nothing to attend to
+    out = ca(x, mem, pm)
+    assert torch.isfinite(out).all() and torch.allclose(fa(x, mem, pm), out, atol=1e-5)
+    assert torch.allclose(out[1], ca(x[1:2], mem[1:2, :2])[0], atol=1e-5)
+
+def test_fully_padded_source_gives_no_nan():
+    assert torch.isfinite(model()(torch.ones(2, 5, dtype=torch.long), ids(2, 4))).all()
+
+@pytest.mark.parametrize('make, err, pat', [
+    (lambda: CrossAttention(10, heads=4), ValueError, 'divide'), (lambda: CrossAttention(0), ValueError, 'positive'),
+    (lambda: Seq2SeqTransformer(30, 4, 1, 10, 20, 20), ValueError, 'divide'),
+    (lambda: Seq2SeqTransformer(32, 4, 0, 10, 20, 20), ValueError, 'depth'),
+    (lambda: model()(ids(1, 25, hi=40), ids(1, 3)), ValueError, 'src.*seq_len'),
+    (lambda: model()(ids(1, 5, hi=40), ids(1, 25)), ValueError, 'tgt.*seq_len'),
+    (lambda: model()(ids(1, 5, hi=40).float(), ids(1, 3)), TypeError, 'src'),
+    (lambda: model()(ids(1, 5, hi=40), ids(1, 3).float()), TypeError, 'tgt'),
+    (lambda: model()(ids(2, 5, hi=40), ids(3, 3)), ValueError, 'rows'),
+    (lambda: CrossAttention(12, 3)(torch.randn(2, 3, 12), torch.randn(2, 4, 12), torch.ones(2, 5).bool()), ValueError, 'memory_pad_mask'),
+])
+def test_bad_model_input(make, err, pat):
+    with pytest.raises(err, match=pat): make()
+
+# --- decoding ------------------------------------------------------------------------------------------------------
+
+def argmax_loop(m, src, max_len, bos=2, eos=3):
+    "Greedy decoding as plainly as it gets: the whole model, the whole prefix, every step"
+    ys = [bos]
+    for _ in range(max_len):
+        nxt = int(m(src[None], torch.tensor([ys]))[0, -1].argmax())
+        if nxt == eos: break
+        ys.append(nxt)
+    return torch.tensor(ys[1:], dtype=torch.long)
+
+@pytest.mark.parametrize('kw', VARIANTS)
+def test_greedy_equals_argmax_loop_with_and_without_cache(kw):
+    m = model(**kw)
+    for seed, n in ((0, 5), (1, 9), (2, 3)):
+        s = ids(n, hi=40, seed=seed)
+        ref = argmax_loop(m, s, 15)
+        assert torch.equal(translate(m, s, max_len=15), ref)
+        assert torch.equal(translate(m, s, max_len=15, cache=False), ref)
+        assert torch.equal(greedy_decode(m, s, 15), ref)
+
+def test_eos_and_bos_and_max_len_are_honoured():
+    m = model()
+    with torch.no_grad(): m.toprobs.bias.zero_(); m.toprobs.bias[7] = 50.          # always token 7
+    assert torch.equal(translate(m, ids(4, hi=40), max_len=6), torch.full((6,), 7))
+    with torch.no_grad(): m.toprobs.bias[5] = 100.                                  # always token 5: used as EOS
+    assert translate(m, ids(4, hi=40), eos_idx=5).numel() == 0
+    assert translate(m, ids(4, hi=40), max_len=100).numel() <= m.seq_len            # never beyond the positions
+
+@pytest.mark.parametrize('kw', VARIANTS[:3])
+def test_beam_one_equals_greedy_and_cache_equals_no_cache(kw):
+    m = model(**kw)
+    src = ids(3, 6, hi=40); src[1, 4:] = 1
+    greedy = [argmax_loop(m, r[r != 1], 12) for r in src]
+    for cache in (True, False):
+        for a, b in zip(translate_batch(m, src, 12, beam=1, cache=cache), greedy): assert torch.equal(a, b)
+    for k in (2, 4):
+        with_cache, without = translate_batch(m, src, 12, beam=k), translate_batch(m, src, 12, beam=k, cache=False)
+        for a, b in zip(with_cache, without): assert torch.equal(a, b)
+        alone = [translate(m, r[r != 1], 12, beam=k) for r in src]        # a batch translates like one sentence at a time
+        for a, b in zip(with_cache, alone): assert torch.equal(a, b)
+
+def seq_logprob(m, src, out, eos=3):
+    tgt = torch.cat([torch.tensor([2]), out])
+    lp = m(src[None], tgt[None])[0].log_softmax(-1)
+    labels = torch.cat([out, torch.tensor([eos])])
+    return float(lp.gather(1, labels[:, None]).sum())
+
+def test_beam_search_finds_likelier_translations():
+    "Without length normalisation (alpha=0), beam search's total log-probability is at least greedy's on average"
+    m = model(seed=3)
+    with torch.no_grad(): m.toprobs.bias[3] = 2.                                    # EOS likely enough to end sentences
+    srcs = [ids(n, hi=40, seed=s) for s, n in enumerate((4, 6, 8, 5, 7, 3))]
+    g = sum(seq_logprob(m, s, translate(m, s, 20)) for s in srcs)
+    b = sum(seq_logprob(m, s, translate_batch(m, s[None], 20, beam=5, alpha=0.)[0]) for s in srcs)
+    assert b >= g - 1e-4, (b, g)
+
+@pytest.mark.parametrize('kw, err, pat', [
+    (dict(beam=0), ValueError, 'beam'), (dict(beam=-2), ValueError, 'beam'), (dict(beam=1.5), TypeError, 'beam'),
+    (dict(beam=True), TypeError, 'beam'), (dict(max_len=0), ValueError, 'max_len'), (dict(max_len='9'), TypeError, 'max_len'),
+])
+def test_bad_translate_arguments(kw, err, pat):
+    with pytest.raises(err, match=pat): translate(model(), ids(5, hi=40), **kw)
+
+@pytest.mark.parametrize('src, err, pat', [
+    (ids(2, 5, hi=40), ValueError, '1-D'), (ids(25, hi=40), ValueError, 'seq_len'), (ids(5, hi=40).float(), TypeError, 'integers'),
+    (torch.tensor([], dtype=torch.long), ValueError, 'empty'), ([4, 5, 6], TypeError, 'LongTensor'),
+])
+def test_bad_source(src, err, pat):
+    with pytest.raises(err, match=pat): translate(model(), src)
+
+def test_translate_restores_training_mode():
+    m = model(dropout=0.3).train()
+    translate(m, ids(5, hi=40))
+    assert m.training
+
+def test_attention_maps():
+    m, src, tgt = model(), ids(2, 6, hi=40), ids(2, 4)
+    maps = attention_maps(m, src, tgt)
+    assert [len(maps[k]) for k in ('encoder', 'self', 'cross')] == [2, 2, 2]
+    assert maps['cross'][0].shape == (2, 4, 4, 6) and maps['self'][1].shape == (2, 4, 4, 4)
+    assert torch.allclose(maps['cross'][1].sum(-1), torch.ones(2, 4, 4))
+    assert maps['self'][0].triu(1).abs().sum() == 0
+
+# --- data ----------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('lang', ['en', 'de', 'fr'])
+def test_tokenizer_round_trip(lang):
+    other = 'de' if lang == 'en' else 'en'
+    for s, _ in multi30k(lang, other, splits=('val',))['val']:
+        assert detokenize(tokenize(s)) == ' '.join(s.split())
+
+def test_vocab():
+    v = Vocab.build(["A dog runs.", "A dog sits.", "A cat."], min_freq=2)
+    assert v.itos[:4] == SPECIALS and v.itos[4:] == ['##.', 'A', 'dog']       # by count, then alphabetically
+    assert v.decode(v.encode("A dog flies.") + [3, 5]) == "A dog xxunk."
+    with pytest.raises(ValueError, match='itos'): Vocab(['a', 'b'])
+
+def test_bleu_lowercased_and_cased():
+    refs = ["A dog runs in the park.", "Two men are talking."]
+    assert corpus_bleu(refs, refs) == pytest.approx(100)
+    low = ["a dog runs in the park.", "two men are talking."]
+    assert corpus_bleu(low, refs) == pytest.approx(100) and corpus_bleu(low, refs, lowercase=False) < 100
+    with pytest.raises(ValueError, match='hyps'): corpus_bleu(low[:1], refs)
+
+@pytest.mark.parametrize('kw, pat', [(dict(emb=30), 'heads'), (dict(epochs=0), 'epochs'), (dict(beam=0), 'beam'),
+                                     (dict(colour='red'), 'colour')])
+def test_bad_config(kw, pat):
+    with pytest.raises(ValueError, match=pat): translate_config(True, **kw)
+
+# --- tfs translate -------------------------------------------------------------------------------------------------
+
+def tfs(*args, stdin=None, monkeypatch=None, capsys=None):
+    if stdin is not None: monkeypatch.setattr(sys, 'stdin', io.StringIO(stdin))
+    try: main(list(args)); code = 0
+    except SystemExit as e: code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+@pytest.mark.parametrize('args, pat', [
+    (['--src', 'it'], 'invalid choice'), (['--tgt', 'xx'], 'invalid choice'), (['--src', 'de', '--tgt', 'de'], 'differ'),
+    (['--model', 'M', '  '], 'empty'), (['--model', 'M', ''], 'empty'), (['Ein Hund.'], '--model'),
+    (['--model', 'M', 'Ein Hund.'], 'no such file'), (['--beam', '0'], 'positive'), (['--epochs', 'x'], 'positive'),
+    (['--model', 'M', '--out', 'o.pt', 'Ein Hund.'], 'not both'),
+])
+def test_cli_errors(args, pat, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = [str(tmp_path/'missing.pt') if a == 'M' else a for a in args]
+    code, out, err = tfs('translate', *args, '--out' if '--model' not in args and '--out' not in args else '--seed',
+                         str(tmp_path/'new.pt') if '--model' not in args and '--out' not in args else '0', capsys=capsys)
+    assert code == 2 and out == '' and len(err.strip().splitlines()) == 1 and pat in err, (code, out, err)
+    assert list(tmp_path.iterdir()) == []                                           # nothing written
+
+def test_cli_train_save_load_translate(tmp_path, monkeypatch, capsys):
+    p = tmp_path/'m'/'de-en.pt'
+    code, out, err = tfs('translate', '--src', 'de', '--tgt', 'en', '--quick', '--epochs', '1', '--max-train', '1500',
+                         '--max-test', '20', '--beam', '2', '--out', str(p), capsys=capsys)
+    assert code == 0, err
+    res = json.loads(out.strip().splitlines()[-1])
+    assert {'bleu', 'valid_loss', 'seconds', 'device', 'beam'} <= set(res) and res['beam'] == 2 and res['test_pairs'] == 20
+    assert p.is_file() and res['model'] == str(p)
+    code, out, err = tfs('translate', '--model', str(p), 'Ein Hund läuft im Park.', capsys=capsys)
+    assert code == 0 and len(out.splitlines()) == 1 and out.strip(), (out, err)
+    tr = load_translator(p)
+    assert out.strip() == tr("Ein Hund läuft im Park.")
+    code, out2, err = tfs('translate', '--model', str(p), stdin="Ein Hund läuft im Park.\n\nZwei Männer.\n",
+                          monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0 and out2.split('\n')[:3] == [out.strip(), '', tr("Zwei Männer.")], out2
+    code, out, err = tfs('translate', '--model', str(p), '--tgt', 'fr', 'Ein Hund.', capsys=capsys)
+    assert code == 2 and 'de -> en' in err and out == ''
+    code, out, err = tfs('translate', '--model', str(p), stdin="\n", monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2 and 'no sentence' in err
+    (tmp_path/'junk.pt').write_text('junk')
+    code, out, err = tfs('translate', '--model', str(tmp_path/'junk.pt'), 'Ein Hund.', capsys=capsys)
+    assert code == 2 and 'not a model' in err
