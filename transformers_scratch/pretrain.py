@@ -207,7 +207,7 @@ PRETRAIN_QUICK = dict(emb=64, heads=4, depth=2, seq_len=128, dropout=0., bs=16, 
                       lr=3e-3, max_texts=None)
 PRETRAIN_FULL = dict(emb=256, heads=8, depth=4, seq_len=512, dropout=0.1, bs=64, max_vocab=30000, p=0.15, epochs=8,
                      lr=1e-3, max_texts=None)
-FINETUNE_QUICK = dict(epochs=8, lr=1e-2, wd=0.5, dropout=0.1, bs=32)
+FINETUNE_QUICK = dict(epochs=8, lr=5e-3, wd=0.5, dropout=0.1, bs=32)
 FINETUNE_FULL = dict(epochs=4, lr=3e-4, wd=0.1, dropout=0.1, bs=64)
 
 # %% ../nbs/41_pretrain.ipynb #e53ee791
