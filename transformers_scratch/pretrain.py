@@ -26,7 +26,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision
+from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
@@ -164,20 +164,13 @@ _MODEL_KEYS = ('emb', 'heads', 'depth', 'seq_len', 'dropout')
 
 def save_encoder(learn, path, cfg, **info):
     "Save the MLM of `learn`, its configuration and its vocabulary to `path`"
-    ck = {'format': _FORMAT, 'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab),
-          'state_dict': {k: v.detach().cpu() for k, v in learn.model.state_dict().items()}, **info}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ck, path)
-    return Path(path)
+    info = {'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab), **info}
+    return save_checkpoint(path, _FORMAT, learn.model, **info)
 
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
     p = Path(path)
-    if not p.is_file(): raise FileNotFoundError(f"encoder: no such file {str(p)!r}; make one with `tfs pretrain --out {p}`")
-    try: ck = torch.load(p, map_location='cpu', weights_only=True)
-    except Exception as e: raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain` ({type(e).__name__})") from None
-    if not isinstance(ck, dict) or ck.get('format') != _FORMAT:
-        raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain`")
+    ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`")
     c = ck['config']
     mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
     try: mlm.load_state_dict(ck['state_dict'])
