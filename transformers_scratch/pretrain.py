@@ -15,10 +15,8 @@ from pathlib import Path
 import pandas as pd, torch, torch.nn.functional as F
 from fastai.data.core import DataLoaders
 from fastai.data.load import DataLoader
-from fastai.data.block import DataBlock, CategoryBlock
-from fastai.data.transforms import ColReader, ColSplitter
 from fastai.text.core import tokenize_df
-from fastai.text.data import TextBlock, make_vocab
+from fastai.text.data import make_vocab
 from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import Metric, accuracy
@@ -30,7 +28,7 @@ from .core import quick_mode, default_device, set_precision, save_checkpoint, lo
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import CropText, n_params
+from .classify import text_dls, n_params
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -179,13 +177,8 @@ def load_encoder_file(path):
 
 # %% ../nbs/41_pretrain.ipynb #6f407242
 def finetune_dls(df, vocab, seq_len=128, bs=32, keep='end', seed=0, device=None):
-    "Classification `DataLoaders` as `classify.text_dls` makes them, but numbered with an existing `vocab`"
-    missing = {'text', 'label', 'is_valid'} - set(df.columns)
-    if missing: raise KeyError(f"df: missing column(s) {sorted(missing)}; expected text, label and is_valid")
-    blk = DataBlock(blocks=(TextBlock.from_df('text', vocab=list(vocab)), CategoryBlock), get_x=ColReader('text'),
-                    get_y=ColReader('label'), splitter=ColSplitter('is_valid'), item_tfms=CropText(seq_len, keep))
-    set_seed(seed)
-    return blk.dataloaders(df, bs=bs, device=device or default_device(), num_workers=0)
+    "Classification `DataLoaders` made by `classify.text_dls`, numbered with an existing `vocab` (the encoder's)"
+    return text_dls(df, seq_len, bs, keep=keep, seed=seed, device=device, vocab=vocab)
 
 def finetune_learner(dls, cfg, mlm=None, dropout=0.1, precision='auto'):
     "A `Learner` for a pre-norm `ClassificationTransformer` of the sizes in `cfg`, its encoder loaded from `mlm` if given"
