@@ -54,11 +54,12 @@ def cache_dir():
     "The folder of the token cache: `$TFS_CACHE`, else ~/.cache/transformers_scratch"
     return Path(os.environ.get('TFS_CACHE') or Path.home()/'.cache'/'transformers_scratch')
 
-def _token_key(df, max_vocab, min_freq):
-    "A hash of what the cached ids depend on: texts, split, vocabulary size, tokenizer and its rules"
+def _token_key(df, max_vocab, min_freq, vocab=None):
+    "A hash of what the cached ids depend on: texts, split, vocabulary size (or the given vocabulary), tokenizer and its rules"
     h = hashlib.sha256(pd.util.hash_pandas_object(df[['text', 'is_valid']], index=False).values.tobytes())
     rules = [getattr(r, '__name__', repr(r)) for r in defaults.text_proc_rules]
     h.update(json.dumps([_CACHE_VERSION, max_vocab, min_freq, fastai.__version__, spacy.__version__, rules]).encode())
+    if vocab is not None: h.update(json.dumps(list(vocab)).encode())
     return h.hexdigest()[:24]
 
 # %% ../nbs/11_classify.ipynb #6aed9251
@@ -66,19 +67,22 @@ def numericalize_df(df,               # DataFrame with columns `text` and `is_va
                     max_vocab=30000,  # at most this many words in the vocabulary
                     min_freq=3,       # keep the words seen at least this often in the training texts
                     cache=False,      # True: cache under `cache_dir()`; a folder: cache there; False: no cache
+                    vocab=None,       # an existing vocabulary (list of tokens) to number with; default: made from the texts
                    ):
     "Token ids of `df.text` (one int32 array per row) and the vocabulary of its texts (as fastai's); tokenized once"
     path = None
     if cache:
-        path = (cache_dir() if cache is True else Path(cache))/f'tokens-{_token_key(df, max_vocab, min_freq)}.npz'
+        path = (cache_dir() if cache is True else Path(cache))/f'tokens-{_token_key(df, max_vocab, min_freq, vocab)}.npz'
         if path.is_file():
             try:
                 with np.load(path) as z: ids, offs, vocab = z['ids'], z['offsets'], z['vocab'].tolist()
                 return np.split(ids, offs[1:-1]), vocab
             except Exception: pass   # a damaged file: tokenize again and overwrite it
     toks = tokenize_df(df[['text']].reset_index(drop=True), 'text')[0].text
-    counts = Counter(t for o in toks for t in o)   # all the texts, as fastai's `TextBlock` counts them
-    vocab = make_vocab(counts, min_freq=min_freq, max_vocab=max_vocab)
+    if vocab is None:
+        counts = Counter(t for o in toks for t in o)   # all the texts, as fastai's `TextBlock` counts them
+        vocab = make_vocab(counts, min_freq=min_freq, max_vocab=max_vocab)
+    else: vocab = list(vocab)
     o2i = {w: i for i, w in enumerate(vocab) if w != 'xxfake'}
     ids = [np.fromiter((o2i.get(t, 0) for t in o), dtype=np.int32, count=len(o)) for o in toks]
     if path is not None:
@@ -112,12 +116,13 @@ def text_dls(df,              # DataFrame with columns `text`, `label`, `is_vali
              seed=0, device=None,
              num_workers=0,   # DataLoader worker processes
              cache=False,     # cache the token ids on disk (see `numericalize_df`)
+             vocab=None,      # an existing vocabulary to number with (a pretrained model's); default: made from `df`
             ):
     "fastai `DataLoaders` for text classification: spaCy tokens, a vocabulary, texts cropped to `seq_len`"
     missing = {'text', 'label', 'is_valid'} - set(df.columns)
     if missing: raise KeyError(f"df: missing column(s) {sorted(missing)}; expected text, label and is_valid")
     if not df.is_valid.any() or df.is_valid.all(): raise ValueError("df: is_valid must mark some rows, not all, for validation")
-    ids, vocab = numericalize_df(df, max_vocab, cache=cache)
+    ids, vocab = numericalize_df(df, max_vocab, cache=cache, vocab=vocab)
     items = df[['label', 'is_valid']].reset_index(drop=True).assign(
         text=pd.Series(ids, dtype=object), text_length=[len(o) for o in ids])   # uncropped, as fastai sorts
     txt = TransformBlock(type_tfms=[Tokenizer(WordTokenizer()), IdsNumericalize(vocab)], dl_type=LengthSortedDL,

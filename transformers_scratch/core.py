@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'assert_check', 'rand', 'randint',
            'call_checked', 'expect_like', 'expect_rate', 'quick_mode', 'default_device', 'precision_for',
-           'set_precision', 'is_solution', 'handout_nb', 'make_handout']
+           'set_precision', 'save_checkpoint', 'load_checkpoint', 'is_solution', 'handout_nb', 'make_handout']
 
 # %% ../nbs/00_core.ipynb #470106b5
 import os, re, sys, json, ast, functools, copy
@@ -165,7 +165,33 @@ def set_precision(learn,             # a fastai `Learner`
     learn.precision = precision
     return learn
 
-# %% ../nbs/00_core.ipynb #11effe95
+# %% ../nbs/00_core.ipynb #10135eda
+def save_checkpoint(path, format,   # where to write; the `format` tag its loader will expect
+                    model,          # the `nn.Module` whose weights are saved
+                    **info,         # what else it takes to rebuild `model` (configuration, vocabulary...)
+                   ):
+    "Write `{'format', 'state_dict', **info}` to `path` (parent folders created), weights as CPU tensors; returns the `Path`"
+    ck = {'format': format, 'state_dict': {k: v.detach().cpu() for k, v in model.state_dict().items()}, **info}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(ck, path)
+    return path
+
+# %% ../nbs/00_core.ipynb #cedab98c
+def load_checkpoint(path, format,   # the file; the `format` tag it must carry
+                    what='model',   # the argument named at the start of each error message
+                    expected='a checkpoint',  # what the file should be, for the error about a foreign file
+                    hint=None,      # added to the error about a missing file, e.g. how to make one
+                   ):
+    "The dict `save_checkpoint` wrote to `path`, on the CPU; one-line errors for a missing, corrupt or foreign file"
+    p = Path(path)
+    if not p.is_file(): raise FileNotFoundError(f"{what}: no such file {str(p)!r}" + (f"; {hint}" if hint else ''))
+    try: ck = torch.load(p, map_location='cpu', weights_only=True)
+    except Exception as e: raise ValueError(f"{what}: {str(p)!r} is not {expected} ({type(e).__name__})") from None
+    if not isinstance(ck, dict) or ck.get('format') != format: raise ValueError(f"{what}: {str(p)!r} is not {expected}")
+    return ck
+
+# %% ../nbs/00_core.ipynb #a925d7c0
 def _defined_names(src):
     "Top-level names a cell defines"
     lines = [l for l in src.splitlines() if not l.lstrip().startswith('#|')]
@@ -176,18 +202,18 @@ def _defined_names(src):
         elif isinstance(node, ast.Assign): names += [t.id for t in node.targets if isinstance(t, ast.Name)]
     return names
 
-# %% ../nbs/00_core.ipynb #609892a0
+# %% ../nbs/00_core.ipynb #e10f2640
 def _default_exp(nb):
     for c in nb['cells']:
         for l in ''.join(c['source']).splitlines():
             if l.replace(' ', '').startswith('#|default_exp'): return l.split('default_exp', 1)[1].strip()
 
-# %% ../nbs/00_core.ipynb #0fe05c58
+# %% ../nbs/00_core.ipynb #316ad6ca
 def is_solution(src):
     "Is this cell's source a solution cell (a line `# @title Solution...`)?"
     return re.search(r'^#\s*@title Solution', src, re.M) is not None
 
-# %% ../nbs/00_core.ipynb #d63c338c
+# %% ../nbs/00_core.ipynb #04a935a5
 def handout_nb(nb, lib='transformers_scratch'):
     "A copy of notebook dict `nb` with solutions replaced by library imports and all outputs cleared"
     nb = copy.deepcopy(nb)
@@ -204,7 +230,7 @@ def handout_nb(nb, lib='transformers_scratch'):
         c['source'], c['metadata'] = new, {}
     return nb
 
-# %% ../nbs/00_core.ipynb #f33842d7
+# %% ../nbs/00_core.ipynb #feb69428
 def make_handout(src='nbs',          # folder of lesson notebooks
                  dest='handout',     # folder to write the handout edition to
                 ):

@@ -26,6 +26,7 @@ from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
 from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
+from .core import save_checkpoint, load_checkpoint
 from .masks import neg_fill
 from .models import GenerationTransformer
 from .generate import encode_chars, generate_text, check_sampling_args
@@ -45,7 +46,7 @@ class CharVocab:
     def decode(self, ids): return ''.join(self.itos[int(i)] for i in ids)
     def __repr__(self): return f"CharVocab({len(self)} characters: {''.join(self.itos)!r})"
 
-# %% ../nbs/21_lm.ipynb #353e677c
+# %% ../nbs/21_lm.ipynb #0fc8dda7
 from .core import call_checked, expect_like, rand, randint
 
 def _slow_lm_pair(ids, i, seq_len):
@@ -343,22 +344,12 @@ _FORMAT = 'transformers_scratch.lm/1'
 
 def save_lm(learn, path, data, level, cfg, vocab):
     "Save the model of `learn` with what it takes to use it again"
-    ck = {'format': _FORMAT, 'data': data, 'level': level, 'config': {k: cfg[k] for k in _MODEL_KEYS},
-          'vocab': list(vocab.itos if isinstance(vocab, CharVocab) else vocab.vocab),
-          'state_dict': {k: v.detach().cpu() for k, v in learn.model.state_dict().items()}}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ck, path)
-    return Path(path)
+    return save_checkpoint(path, _FORMAT, learn.model, data=data, level=level, config={k: cfg[k] for k in _MODEL_KEYS},
+                           vocab=list(vocab.itos if isinstance(vocab, CharVocab) else vocab.vocab))
 
 def load_lm(path):
     "A checkpoint saved by `save_lm` (a dict); clear errors for a missing or foreign file"
-    p = Path(path)
-    if not p.is_file(): raise FileNotFoundError(f"model: no such file {str(p)!r}")
-    try: ck = torch.load(p, map_location='cpu', weights_only=True)
-    except Exception as e: raise ValueError(f"model: {str(p)!r} is not a checkpoint written by `tfs generate --out` ({type(e).__name__})") from None
-    if not isinstance(ck, dict) or ck.get('format') != _FORMAT:
-        raise ValueError(f"model: {str(p)!r} is not a checkpoint written by `tfs generate --out`")
-    return ck
+    return load_checkpoint(path, _FORMAT, 'model', 'a checkpoint written by `tfs generate --out`')
 
 # %% ../nbs/21_lm.ipynb #10245f7a
 def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sample'

@@ -10,9 +10,7 @@ __all__ = ['check_mask_tokens', 'mask_tokens', 'check_masked_lm_loss', 'masked_l
 import torch, torch.nn as nn, torch.nn.functional as F
 from .core import (TODO, CheckError, checker, expect, same, diagnose, expect_like, expect_rate,
                                        call_checked, rand)
-from .block import TransformerBlock
-from .positions import PositionEmbedding, positions_from_pad
-from .models import ClassificationTransformer
+from .models import ClassificationTransformer, _build_encoder
 
 # %% ../nbs/40_mlm.ipynb #ac62665a
 # @title check_mask_tokens
@@ -220,15 +218,7 @@ class MaskedLMTransformer(nn.Module):
                  tie=True,           # the output layer shares the token embedding matrix
                 ):
         super().__init__()
-        for n, v in dict(depth=depth, seq_len=seq_len, n_tokens=n_tokens).items():
-            if v < 1: raise ValueError(f"{n}: expected a positive integer, got {v}")
-        self.seq_len, self.pad_idx = seq_len, pad_idx
-        self.token_emb = nn.Embedding(n_tokens, emb, padding_idx=pad_idx)
-        self.pos_emb = PositionEmbedding(seq_len, emb, pos)
-        self.do = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList([TransformerBlock(emb, heads, mult, dropout, wide=wide, fast=fast, prenorm=prenorm)
-                                     for _ in range(depth)])
-        self.norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
+        _build_encoder(self, emb, heads, depth, seq_len, n_tokens, pos, pad_idx, dropout, mult, wide, fast, prenorm)
         self.head = nn.Sequential(nn.Linear(emb, emb), nn.GELU(), nn.LayerNorm(emb))
         self.toprobs = nn.Linear(emb, n_tokens)
         with torch.no_grad():

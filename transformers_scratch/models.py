@@ -32,7 +32,22 @@ def _encoder_sizes(m):
             'wide': a.wide if a else None, 'prenorm': m.blocks[0].prenorm if a else None,
             'mult': m.blocks[0].ff[0].out_features // m.token_emb.embedding_dim if a else None, 'pad_idx': m.pad_idx}
 
-# %% ../nbs/06_models.ipynb #bbdd71e5
+# %% ../nbs/06_models.ipynb #f6392016
+def _build_encoder(m,           # the `nn.Module` to build into (after its `super().__init__()`)
+                   emb, heads, depth, seq_len, n_tokens,
+                   pos='learned', pad_idx=None, dropout=0., mult=4, wide=False, fast=False, prenorm=False):
+    "Check the sizes, then give `m` its `seq_len`, `pad_idx` and encoder: `token_emb`, `pos_emb`, `do`, `blocks`, `norm`"
+    for n, v in dict(depth=depth, seq_len=seq_len, n_tokens=n_tokens).items():
+        if v < 1: raise ValueError(f"{n}: expected a positive integer, got {v}")
+    m.seq_len, m.pad_idx = seq_len, pad_idx
+    m.token_emb = nn.Embedding(n_tokens, emb, padding_idx=pad_idx)
+    m.pos_emb = PositionEmbedding(seq_len, emb, pos)
+    m.do = nn.Dropout(dropout)
+    m.blocks = nn.ModuleList([TransformerBlock(emb, heads, mult, dropout, wide=wide, fast=fast, prenorm=prenorm)
+                              for _ in range(depth)])
+    m.norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
+
+# %% ../nbs/06_models.ipynb #739fe0c7
 class ClassificationTransformer(nn.Module):
     "Transformer encoder that pools its outputs into class logits (b, n_classes); pads never change the logits"
     def __init__(self, emb, heads, depth, seq_len, n_tokens, n_classes,
@@ -42,15 +57,9 @@ class ClassificationTransformer(nn.Module):
                  dropout=0., mult=4, wide=False, fast=False, prenorm=False):
         super().__init__()
         if pool not in ('mean', 'max'): raise ValueError(f"pool: expected 'mean' or 'max', got {pool!r}")
-        for n, v in dict(depth=depth, seq_len=seq_len, n_tokens=n_tokens, n_classes=n_classes).items():
-            if v < 1: raise ValueError(f"{n}: expected a positive integer, got {v}")
-        self.seq_len, self.pool, self.pad_idx = seq_len, pool, pad_idx
-        self.token_emb = nn.Embedding(n_tokens, emb, padding_idx=pad_idx)
-        self.pos_emb = PositionEmbedding(seq_len, emb, pos)
-        self.do = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList([TransformerBlock(emb, heads, mult, dropout, wide=wide, fast=fast, prenorm=prenorm)
-                                     for _ in range(depth)])
-        self.norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
+        _build_encoder(self, emb, heads, depth, seq_len, n_tokens, pos, pad_idx, dropout, mult, wide, fast, prenorm)
+        if n_classes < 1: raise ValueError(f"n_classes: expected a positive integer, got {n_classes}")
+        self.pool = pool
         self.toprobs = nn.Linear(emb, n_classes)
 
     def encode(self, x):
@@ -88,7 +97,7 @@ class ClassificationTransformer(nn.Module):
             getattr(self, n).load_state_dict(getattr(mlm, n).state_dict())
         return self
 
-# %% ../nbs/06_models.ipynb #959bee5a
+# %% ../nbs/06_models.ipynb #c3332e8e
 class GenerationTransformer(nn.Module):
     "Causal transformer decoder: (b, t) token ids -> (b, t, n_tokens) next-token logits"
     def __init__(self, emb, heads, depth, seq_len, n_tokens,

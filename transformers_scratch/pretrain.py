@@ -15,10 +15,8 @@ from pathlib import Path
 import pandas as pd, torch, torch.nn.functional as F
 from fastai.data.core import DataLoaders
 from fastai.data.load import DataLoader
-from fastai.data.block import DataBlock, CategoryBlock
-from fastai.data.transforms import ColReader, ColSplitter
 from fastai.text.core import tokenize_df
-from fastai.text.data import TextBlock, make_vocab
+from fastai.text.data import make_vocab
 from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import Metric, accuracy
@@ -26,11 +24,11 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision
+from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import CropText, n_params
+from .classify import text_dls, n_params
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -164,20 +162,13 @@ _MODEL_KEYS = ('emb', 'heads', 'depth', 'seq_len', 'dropout')
 
 def save_encoder(learn, path, cfg, **info):
     "Save the MLM of `learn`, its configuration and its vocabulary to `path`"
-    ck = {'format': _FORMAT, 'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab),
-          'state_dict': {k: v.detach().cpu() for k, v in learn.model.state_dict().items()}, **info}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ck, path)
-    return Path(path)
+    info = {'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab), **info}
+    return save_checkpoint(path, _FORMAT, learn.model, **info)
 
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
     p = Path(path)
-    if not p.is_file(): raise FileNotFoundError(f"encoder: no such file {str(p)!r}; make one with `tfs pretrain --out {p}`")
-    try: ck = torch.load(p, map_location='cpu', weights_only=True)
-    except Exception as e: raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain` ({type(e).__name__})") from None
-    if not isinstance(ck, dict) or ck.get('format') != _FORMAT:
-        raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain`")
+    ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`")
     c = ck['config']
     mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
     try: mlm.load_state_dict(ck['state_dict'])
@@ -186,13 +177,8 @@ def load_encoder_file(path):
 
 # %% ../nbs/41_pretrain.ipynb #6f407242
 def finetune_dls(df, vocab, seq_len=128, bs=32, keep='end', seed=0, device=None):
-    "Classification `DataLoaders` as `classify.text_dls` makes them, but numbered with an existing `vocab`"
-    missing = {'text', 'label', 'is_valid'} - set(df.columns)
-    if missing: raise KeyError(f"df: missing column(s) {sorted(missing)}; expected text, label and is_valid")
-    blk = DataBlock(blocks=(TextBlock.from_df('text', vocab=list(vocab)), CategoryBlock), get_x=ColReader('text'),
-                    get_y=ColReader('label'), splitter=ColSplitter('is_valid'), item_tfms=CropText(seq_len, keep))
-    set_seed(seed)
-    return blk.dataloaders(df, bs=bs, device=device or default_device(), num_workers=0)
+    "Classification `DataLoaders` made by `classify.text_dls`, numbered with an existing `vocab` (the encoder's)"
+    return text_dls(df, seq_len, bs, keep=keep, seed=seed, device=device, vocab=vocab)
 
 def finetune_learner(dls, cfg, mlm=None, dropout=0.1, precision='auto'):
     "A `Learner` for a pre-norm `ClassificationTransformer` of the sizes in `cfg`, its encoder loaded from `mlm` if given"

@@ -22,7 +22,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import default_device, set_precision
+from .core import default_device, set_precision, save_checkpoint, load_checkpoint
 from .data import multi30k_pairs
 from .seq2seq import (Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch,
                                           attention_maps)
@@ -200,21 +200,13 @@ def translate_text(learn, text, beam=1):
 
 def save_translator(tr, path):
     "Write `Translator` `tr` to `path` (configuration, vocabularies, weights)"
-    ck = {'format': _FORMAT, 'src': tr.src, 'tgt': tr.tgt, 'config': tr.config,
-          'src_vocab': tr.src_vocab.itos, 'tgt_vocab': tr.tgt_vocab.itos,
-          'state_dict': {k: v.detach().cpu() for k, v in tr.model.state_dict().items()}}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ck, path)
-    return Path(path)
+    return save_checkpoint(path, _FORMAT, tr.model, src=tr.src, tgt=tr.tgt, config=tr.config,
+                           src_vocab=tr.src_vocab.itos, tgt_vocab=tr.tgt_vocab.itos)
 
 def load_translator(path):
     "A `Translator` saved by `save_translator`, on the CPU; clear errors for a missing or foreign file"
-    p = Path(path)
-    if not p.is_file(): raise FileNotFoundError(f"model: no such file {str(p)!r}; train one with `tfs translate --out {p}`")
-    try: ck = torch.load(p, map_location='cpu', weights_only=True)
-    except Exception as e: raise ValueError(f"model: {str(p)!r} is not a model written by `tfs translate --out` ({type(e).__name__})") from None
-    if not isinstance(ck, dict) or ck.get('format') != _FORMAT:
-        raise ValueError(f"model: {str(p)!r} is not a model written by `tfs translate --out`")
+    ck = load_checkpoint(path, _FORMAT, 'model', 'a model written by `tfs translate --out`',
+                         hint=f"train one with `tfs translate --out {Path(path)}`")
     c = ck['config']
     sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
     model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
