@@ -30,7 +30,7 @@ def main():
     enc = Path(tempfile.mkdtemp())/'encoder.pt'
     pre = run_pretrain(data, quick=a.quick, epochs=a.pretrain_epochs, out=enc, show=False)
     print(f"pretraining on {pre['texts']} {data} training reviews ({pre['train_tokens']} tokens, vocab {pre['vocab']}): "
-          f"masked accuracy {pre['masked_accuracy']:.3f} vs frequency baseline {pre['frequency_baseline']:.3f} "
+          f"masked accuracy {pre['masked_accuracy']:.3f} vs frequency baseline {pre['frequency_baseline']:.3f}, mask-fill accuracy {pre['mask_fill_accuracy']:.3f} vs {pre['mask_fill_baseline']:.3f} "
           f"('{pre['frequent_token']}'), by epoch {pre['masked_accuracy_by_epoch']}, {pre['seconds_per_epoch']} s/epoch")
     rows = []
     for seed in range(a.seeds):
@@ -44,7 +44,7 @@ def main():
     print(f"| mean ± sd | {statistics.mean(ft):.4f} ± {spread(ft):.4f} | {statistics.mean(sc):.4f} ± {spread(sc):.4f} | "
           f"{statistics.mean(gains):+.4f} ± {spread(gains):.4f} |")
     print(json.dumps({'dataset': data, 'quick': a.quick, 'masked_accuracy': pre['masked_accuracy'],
-                      'frequency_baseline': pre['frequency_baseline'], 'masked_accuracy_by_epoch': pre['masked_accuracy_by_epoch'],
+                      'frequency_baseline': pre['frequency_baseline'], 'mask_fill_accuracy': pre['mask_fill_accuracy'], 'mask_fill_baseline': pre['mask_fill_baseline'], 'masked_accuracy_by_epoch': pre['masked_accuracy_by_epoch'],
                       'pretrain_seconds': pre['seconds'], 'pretrain_s_per_epoch': pre['seconds_per_epoch'],
                       'finetuned': ft, 'scratch': sc, 'gain_mean': round(statistics.mean(gains), 4),
                       'gain_sd': round(spread(gains), 4), 'finetune_seconds': [r[3] for r in rows],

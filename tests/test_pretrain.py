@@ -127,3 +127,18 @@ def test_cli_pretrain_then_classify_round_trip(tmp_path, monkeypatch):
               'valid_rows', 'emb', 'heads', 'depth', 'seq_len', 'pos'):
         assert k in res, k
     assert res['emb'] == 32 and res['seq_len'] == 64 and 0 <= res['accuracy'] <= 1
+
+
+def test_masked_accuracy_at_mask_counts_only_masked_positions():
+    "A model that copies its input scores on kept positions: `at_mask=True` leaves those out"
+    from types import SimpleNamespace
+    from transformers_scratch.pretrain import MaskedAccuracy
+    M = 9
+    x   = torch.tensor([[5, M, 6, M, 7]])
+    tgt = torch.tensor([[5, 3, -100, 4, -100]])          # position 0 selected but kept, 1 and 3 masked
+    pred = torch.zeros(3, 10); pred[0, 5] = pred[1, 3] = pred[2, 0] = 1.   # right at 0 (copy) and 1, wrong at 3
+    learn = SimpleNamespace(y=tgt, pred=pred, xb=(x, tgt != -100), dls=SimpleNamespace(mask_idx=M))
+    for at_mask, want in ((False, 2 / 3), (True, 1 / 2)):
+        m = MaskedAccuracy(at_mask=at_mask); m.reset(); m.accumulate(learn)
+        assert abs(m.value - want) < 1e-9, (at_mask, m.value)
+    assert MaskedAccuracy(at_mask=True).name == 'mask_fill_accuracy'

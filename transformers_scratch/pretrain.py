@@ -8,9 +8,9 @@ __all__ = ['SPECIALS', 'PRETRAIN_QUICK', 'PRETRAIN_FULL', 'FINETUNE_QUICK', 'FIN
            'mlm_learner', 'save_encoder', 'load_encoder_file', 'finetune_dls', 'finetune_learner', 'run_pretrain',
            'run_finetune']
 
-# %% ../nbs/41_pretrain.ipynb #dd088641
-import sys, time, warnings
-from functools import partial
+# %% ../nbs/41_pretrain.ipynb #9d8dda12
+import sys, time, random, warnings
+from functools import partial, lru_cache
 from pathlib import Path
 import pandas as pd, torch, torch.nn.functional as F
 from fastai.data.core import DataLoaders
@@ -59,6 +59,9 @@ def tokenize_texts(texts, n_workers=2):
     df, counts = tokenize_df(pd.DataFrame({'text': list(texts)}), 'text', n_workers=n_workers)
     return list(df.text), counts
 
+@lru_cache(maxsize=2)
+def _tokenize_cached(texts): return tokenize_texts(texts)   # two loaders over the same texts tokenize them once
+
 def mlm_vocab(counts, max_vocab=3000, min_freq=3):
     "fastai's vocabulary of the most frequent tokens, with `xxmask` in the first free (`xxfake`) slot"
     v = make_vocab(counts, min_freq=min_freq, max_vocab=max_vocab)
@@ -82,6 +85,7 @@ class MaskedLMDataLoader(DataLoader):
             windows = torch.stack([inp, tgt], 1)               # (n, 2, t)
         self.fixed = fixed
         super().__init__(list(windows), n_inp=2, **kw)
+        self.rng = random.Random(seed)                         # the shuffling too is reproducible from `seed`
 
     def create_batch(self, b):
         x = torch.stack(b)
@@ -103,7 +107,7 @@ def mlm_dls(texts,               # the pretraining texts
     if not 0 < valid_pct < 1: raise ValueError(f"valid_pct: expected a fraction in (0, 1), got {valid_pct}")
     texts = list(texts)
     if len(texts) < 2: raise ValueError(f"texts: need at least 2 texts, got {len(texts)}")
-    toks, counts = tokenize_texts(texts)
+    toks, counts = _tokenize_cached(tuple(texts))
     if vocab is None: vocab = mlm_vocab(counts, max_vocab)
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(toks), generator=g).tolist()
@@ -127,22 +131,28 @@ def mlm_loss(pred, targets):
 
 class MaskedAccuracy(Metric):
     "Fraction of the selected positions of the whole validation set where the most likely token is the original"
+    def __init__(self,
+                 at_mask=False):   # count only the positions replaced by the mask token (the real fill-in task)
+        self.at_mask = at_mask
     def reset(self): self.correct = self.total = 0
     def accumulate(self, learn):
         y = learn.y[0] if isinstance(learn.y, tuple) else learn.y
-        y = y[y != -100]
-        self.correct += int((learn.pred.argmax(-1) == y).sum()); self.total += len(y)
+        sel = y != -100
+        ok = learn.pred.argmax(-1) == y[sel]                                  # one per selected position
+        if self.at_mask: ok = ok[learn.xb[0][sel] == learn.dls.mask_idx]
+        self.correct += int(ok.sum()); self.total += len(ok)
     @property
     def value(self): return self.correct / self.total if self.total else 0.
     @property
-    def name(self): return 'masked_accuracy'
+    def name(self): return 'mask_fill_accuracy' if self.at_mask else 'masked_accuracy'
 
-def freq_baseline(dls):
-    "Masked accuracy of always guessing the most frequent non-special training token, on the validation set"
+def freq_baseline(dls, at_mask=False):
+    "Accuracy of always guessing the most frequent non-special training token on the validation set's selected (or masked) positions"
     counts = torch.bincount(dls.train_ids, minlength=len(dls.vocab))
     counts[dls.special_ids] = 0
     top = int(counts.argmax())
-    ys = torch.cat([b[2][b[2] != -100].cpu() for b in dls.valid])
+    sel = [(b[2] != -100) & ((b[0] == dls.mask_idx) if at_mask else True) for b in dls.valid]
+    ys = torch.cat([b[2][m].cpu() for b, m in zip(dls.valid, sel)])
     return float((ys == top).float().mean()), dls.vocab[top]
 
 # %% ../nbs/41_pretrain.ipynb #2f360e90
@@ -152,7 +162,7 @@ def mlm_learner(dls, emb=64, heads=4, depth=2, seq_len=128, dropout=0.,
                 precision='auto'):
     "A fastai `Learner` pretraining a pre-norm, tied-embedding `MaskedLMTransformer` on masked-LM `dls`"
     model = MaskedLMTransformer(emb, heads, depth, seq_len, len(dls.vocab), pad_idx=1, dropout=dropout, fast=True)
-    learn = Learner(dls, model, loss_func=mlm_loss, metrics=MaskedAccuracy(), opt_func=partial(Adam, wd=wd),
+    learn = Learner(dls, model, loss_func=mlm_loss, metrics=[MaskedAccuracy(), MaskedAccuracy(at_mask=True)], opt_func=partial(Adam, wd=wd),
                     cbs=GradientClip(clip))
     return set_precision(learn, precision)
 
@@ -189,11 +199,11 @@ def finetune_learner(dls, cfg, mlm=None, dropout=0.1, precision='auto'):
     return set_precision(learn, precision)
 
 # %% ../nbs/41_pretrain.ipynb #0cadc26c
-PRETRAIN_QUICK = dict(emb=64, heads=4, depth=2, seq_len=128, dropout=0., bs=16, max_vocab=1000, p=0.3, epochs=20,
-                      lr=3e-3, max_texts=None)
+PRETRAIN_QUICK = dict(emb=64, heads=4, depth=1, seq_len=128, dropout=0., bs=16, max_vocab=1000, p=0.3, epochs=20,
+                      lr=3e-3, max_texts=None, short_len=32, short_frac=0.6)
 PRETRAIN_FULL = dict(emb=256, heads=8, depth=4, seq_len=512, dropout=0.1, bs=64, max_vocab=30000, p=0.15, epochs=8,
-                     lr=1e-3, max_texts=None)
-FINETUNE_QUICK = dict(epochs=8, lr=5e-3, wd=0.5, dropout=0.1, bs=32)
+                     lr=1e-3, max_texts=None, short_len=128, short_frac=0.5)
+FINETUNE_QUICK = dict(epochs=8, lr=1e-2, wd=0.5, dropout=0.1, bs=32)
 FINETUNE_FULL = dict(epochs=4, lr=3e-4, wd=0.1, dropout=0.1, bs=64)
 
 # %% ../nbs/41_pretrain.ipynb #e53ee791
@@ -210,21 +220,34 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     start = time.perf_counter()
     texts = pretrain_texts(data, score_on or data, cfg['max_texts'], seed)
     dls = mlm_dls(texts, cfg['seq_len'], cfg['bs'], cfg['max_vocab'], cfg['p'], seed=seed, device=dev)
+    short = cfg.get('short_len') or cfg['seq_len']
+    n_short = min(int(cfg['epochs'] * cfg.get('short_frac', 0)), cfg['epochs'] - 1) if short < cfg['seq_len'] else 0
+    stages = [(dls, cfg['epochs'] - n_short)]
+    if n_short:                               # first the same text cut into short windows, as many tokens a batch
+        sdls = mlm_dls(texts, short, cfg['bs'] * cfg['seq_len'] // short, p=cfg['p'], seed=seed, device=dev, vocab=dls.vocab)
+        stages.insert(0, (sdls, n_short))
     set_seed(seed)
     learn = mlm_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['dropout'])
-    t0 = time.perf_counter()
-    if show: learn.fit_one_cycle(cfg['epochs'], cfg['lr'], pct_start=0.1)
-    else:
-        with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(cfg['epochs'], cfg['lr'], pct_start=0.1)
+    t0, values = time.perf_counter(), []
+    for d, n in stages:
+        learn.dls = d
+        if show: learn.fit_one_cycle(n, cfg['lr'], pct_start=0.1)
+        else:
+            with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(n, cfg['lr'], pct_start=0.1)
+        values += learn.recorder.values
     train_s = time.perf_counter() - t0
-    _, valid_loss, macc = learn.recorder.values[-1]
+    _, valid_loss, macc, fill = values[-1]
     base, top = freq_baseline(dls)
+    fill_base, _ = freq_baseline(dls, at_mask=True)
     out = Path(out or f'models/pretrain-{data}.pt').absolute()
     save_encoder(learn, out, cfg, data=data, score_on=score_on or data, n_texts=len(texts))
     return {'dataset': data, 'masked_accuracy': round(float(macc), 4), 'frequency_baseline': round(base, 4),
+            'mask_fill_accuracy': round(float(fill), 4), 'mask_fill_baseline': round(fill_base, 4),
             'frequent_token': top, 'valid_loss': round(float(valid_loss), 4),
-            'masked_accuracy_by_epoch': [round(float(v[2]), 4) for v in learn.recorder.values],
-            'epochs': cfg['epochs'], 'seconds': round(time.perf_counter() - start, 1),
+            'masked_accuracy_by_epoch': [round(float(v[2]), 4) for v in values],
+            'mask_fill_accuracy_by_epoch': [round(float(v[3]), 4) for v in values],
+            'epochs': cfg['epochs'], 'short_epochs': n_short, 'short_len': short if n_short else None,
+            'seconds': round(time.perf_counter() - start, 1),
             'seconds_per_epoch': round(train_s / cfg['epochs'], 1), 'device': dev.type, 'encoder': str(out),
             'quick': bool(quick), 'texts': len(texts), 'vocab': len(dls.vocab), 'train_tokens': len(dls.train_ids),
             **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'p')}}
