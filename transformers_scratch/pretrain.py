@@ -237,6 +237,7 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
         values += learn.recorder.values
     train_s = time.perf_counter() - t0
     _, valid_loss, macc, fill = values[-1]
+    _tokenize_cached.cache_clear()           # the tokens of 25,000 reviews are worth freeing
     base, top = freq_baseline(dls)
     fill_base, _ = freq_baseline(dls, at_mask=True)
     out = Path(out or f'models/pretrain-{data}.pt').absolute()
