@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Execute notebooks in place so their outputs are saved (skipping #| exercise/slow/cuda cells and nbdev_export).
-Usage (repo root): python tools/nbexec.py nbs/02_attention.ipynb [more...]; then run nbdev_clean."""
+Usage (repo root): python tools/nbexec.py nbs/02_attention.ipynb [more...]; then run nbdev_clean.
+With --no-save it only runs them, as nbdev_test does (for the main environment, where nbdev cannot import)."""
 import sys, os, re
 from pathlib import Path
 from execnb.shell import CaptureShell
@@ -15,12 +16,13 @@ def skip(cell):
     return bool(flags(cell.source) & SKIP)
 
 os.environ.setdefault('TFS_QUICK', '1')
-for p in sys.argv[1:]:
+save = '--no-save' not in sys.argv
+for p in [a for a in sys.argv[1:] if a != '--no-save']:
     p = Path(p).resolve()
     nb = read_nb(p)
     for c in nb.cells:
         if c.cell_type == 'code' and skip(c): c['outputs'] = []
     sh = CaptureShell(p)
     with working_directory(p.parent): sh.run_all(nb, exc_stop=True, preproc=skip)
-    write_nb(nb, p)
+    if save: write_nb(nb, p)
     print('executed', p.name)
