@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'assert_check', 'rand', 'randint',
            'call_checked', 'expect_like', 'expect_rate', 'quick_mode', 'default_device', 'precision_for',
-           'set_precision', 'save_checkpoint', 'load_checkpoint', 'is_solution', 'handout_nb', 'make_handout']
+           'set_precision', 'atomic_write', 'check_output', 'check_folder', 'save_checkpoint', 'load_checkpoint',
+           'is_solution', 'handout_nb', 'make_handout']
 
 # %% ../nbs/00_core.ipynb #470106b5
-import os, re, sys, json, ast, functools, copy
+import os, re, sys, json, ast, functools, copy, contextlib, tempfile, warnings
 from pathlib import Path
 import torch
 
@@ -166,29 +167,114 @@ def set_precision(learn,             # a fastai `Learner`
     return learn
 
 # %% ../nbs/00_core.ipynb #10135eda
+def _umask():
+    m = os.umask(0); os.umask(m)
+    return m
+
+@contextlib.contextmanager
+def atomic_write(path):
+    "Write binary file `path` all-or-nothing: yields a temporary file beside it, synced and renamed into place on success, removed on failure"
+    path = Path(path)
+    mode = path.stat().st_mode & 0o777 if path.is_file() else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            yield f
+            f.flush(); os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)   # atomic on POSIX and Windows: readers see the old file or the new one
+    except BaseException:       # a failed write, Ctrl-C: the target is left as it was
+        try: os.unlink(tmp)
+        except OSError: pass
+        raise
+
+def _writable_folder(d):
+    "Can we create (and remove) a file in existing folder `d`? (asked by trying: `os.access` says yes to root)"
+    try: fd, tmp = tempfile.mkstemp(dir=d, prefix='.tfs-probe.', suffix='.tmp')
+    except OSError: return False
+    os.close(fd); os.unlink(tmp)
+    return True
+
+def _existing_ancestor(p):
+    "`p` or its nearest ancestor that exists"
+    p = Path(os.path.abspath(p))
+    while not (p.exists() or p.is_symlink()) and p != p.parent: p = p.parent
+    return p
+
+def check_output(path, what='--out'):
+    "Check, before any work, that a file can be written at `path` (not a folder, not under a file, a writable folder); returns the `Path`"
+    if path is None or not str(path).strip(): raise ValueError(f"{what}: the output path is empty")
+    p = Path(path).expanduser()
+    if p.is_dir(): raise ValueError(f"{what}: {str(p)!r} is a folder; give a file name, e.g. {str(p/'model.pt')!r}")
+    if p.exists() and not p.is_file(): raise ValueError(f"{what}: {str(p)!r} exists and is not a regular file")
+    a = _existing_ancestor(p.parent)
+    if not a.is_dir(): raise ValueError(f"{what}: cannot write {str(p)!r}: {str(a)!r} is a file, not a folder")
+    if not _writable_folder(a): raise ValueError(f"{what}: cannot write {str(p)!r}: the folder {str(a)!r} is not writable")
+    if p.is_file() and not os.access(p, os.W_OK): raise ValueError(f"{what}: {str(p)!r} is read-only")
+    return p
+
+def check_folder(path, what='TFS_CACHE'):
+    "Check, before any work, that folder `path` exists or can be made, and is writable; returns the `Path`"
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir(): raise ValueError(f"{what}: {str(p)!r} is a file, not a folder")
+    a = _existing_ancestor(p)
+    if not a.is_dir(): raise ValueError(f"{what}: cannot make the folder {str(p)!r}: {str(a)!r} is a file, not a folder")
+    if not _writable_folder(a): raise ValueError(f"{what}: the folder {str(a)!r} is not writable")
+    return p
+
+# %%
+#| export
+def _plain(o):
+    "Is `o` plain data: tensors, strings, numbers, None, and lists, tuples and string-keyed dicts of them?"
+    if o is None or isinstance(o, (str, bool, int, float, torch.Tensor)): return True
+    if isinstance(o, (list, tuple)): return all(_plain(x) for x in o)
+    if isinstance(o, dict): return all(isinstance(k, str) and _plain(v) for k, v in o.items())
+    return False
+
 def save_checkpoint(path, format,   # where to write; the `format` tag its loader will expect
                     model,          # the `nn.Module` whose weights are saved
-                    **info,         # what else it takes to rebuild `model` (configuration, vocabulary...)
+                    **info,         # what else it takes to rebuild `model` (configuration, vocabulary...): plain data only
                    ):
-    "Write `{'format', 'state_dict', **info}` to `path` (parent folders created), weights as CPU tensors; returns the `Path`"
+    "Write `{'format', 'state_dict', **info}` to `path` all-or-nothing (parent folders created), weights as CPU tensors; returns the `Path`"
+    for k, v in info.items():
+        if not _plain(v): raise TypeError(f"{k}: a checkpoint holds plain data only (tensors, str, numbers, lists, dicts), got {type(v).__name__}")
     ck = {'format': format, 'state_dict': {k: v.detach().cpu() for k, v in model.state_dict().items()}, **info}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ck, path)
+    try:
+        with atomic_write(path) as f: torch.save(ck, f)
+    except OSError as e: raise OSError(e.errno, f"could not write {str(path)!r} ({e.strerror or e}); nothing was changed there") from None
     return path
 
 # %% ../nbs/00_core.ipynb #cedab98c
+def _why_not(p, e):
+    "Why `torch.load(p, weights_only=True)` raised `e`, in a few words"
+    with open(p, 'rb') as f: head = f.read(2)
+    if head[:1] == b'\x80' and head[1:2] in (b'\x02', b'\x03', b'\x04', b'\x05') or 'Unsupported global' in str(e):
+        return ("it holds pickled Python objects (a `learn.export` or `torch.save(obj)` file?), and loading those can run "
+                "any code, so it is refused")
+    if isinstance(e, EOFError) or not head: return "the file is empty or cut short"
+    if 'zip archive' in str(e): return "the file is damaged or truncated"
+    return "not a checkpoint file"
+
 def load_checkpoint(path, format,   # the file; the `format` tag it must carry
                     what='model',   # the argument named at the start of each error message
                     expected='a checkpoint',  # what the file should be, for the error about a foreign file
                     hint=None,      # added to the error about a missing file, e.g. how to make one
+                    keys=(),        # the keys the checkpoint must have besides `format` and `state_dict`
                    ):
-    "The dict `save_checkpoint` wrote to `path`, on the CPU; one-line errors for a missing, corrupt or foreign file"
+    "The dict `save_checkpoint` wrote to `path`, on the CPU, read with `weights_only=True` (no code runs); one-line errors for a missing, corrupt or foreign file"
     p = Path(path)
     if not p.is_file(): raise FileNotFoundError(f"{what}: no such file {str(p)!r}" + (f"; {hint}" if hint else ''))
-    try: ck = torch.load(p, map_location='cpu', weights_only=True)
-    except Exception as e: raise ValueError(f"{what}: {str(p)!r} is not {expected} ({type(e).__name__})") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')   # torch's notes about pickle protocols of files it is refusing anyway
+            ck = torch.load(p, map_location='cpu', weights_only=True)   # plain data only: never unpickles code
+    except Exception as e: raise ValueError(f"{what}: {str(p)!r} is not {expected} ({_why_not(p, e)})") from None
     if not isinstance(ck, dict) or ck.get('format') != format: raise ValueError(f"{what}: {str(p)!r} is not {expected}")
+    missing = [k for k in ('state_dict', *keys) if k not in ck]
+    if missing or not isinstance(ck['state_dict'], dict):
+        raise ValueError(f"{what}: {str(p)!r} is not {expected} (damaged: no {', '.join(map(repr, missing)) or 'state_dict'})")
     return ck
 
 # %% ../nbs/00_core.ipynb #a925d7c0
