@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'AWD_QUICK', 'CropText', 'cache_dir', 'numericalize_df', 'IdsNumericalize',
            'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'model_device', 'show_text_results',
-           'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'run_classify', 'load_classifier',
-           'predict_text', 'awd_lstm_learner', 'n_params', 'fit_and_score']
+           'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'device_memory', 'training_bytes',
+           'run_classify', 'save_classifier', 'load_classifier', 'predict_text', 'awd_lstm_learner', 'n_params',
+           'fit_and_score']
 
 # %% ../nbs/11_classify.ipynb #ed611a27
 import os, sys, time, random, warnings, hashlib, json
@@ -21,13 +22,14 @@ from fastai.text.core import Tokenizer, WordTokenizer, tokenize_df, defaults
 from fastai.text.data import TensorText, Numericalize, SortedDL, Pad_Chunk, make_vocab
 from fastai.text.learner import text_classifier_learner
 from fastai.text.models.awdlstm import AWD_LSTM, awd_lstm_clas_config
-from fastai.learner import Learner, load_learner
+from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .core import quick_mode, default_device, set_precision
+from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
+from .core import check_output, check_folder
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
@@ -88,8 +90,11 @@ def numericalize_df(df,               # DataFrame with columns `text` and `is_va
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f'{path.stem}.{os.getpid()}.tmp.npz')   # write, then rename: readers never see half a file
-        np.savez(tmp, ids=np.concatenate(ids), offsets=np.cumsum([0] + [len(o) for o in ids]), vocab=np.array(vocab))
-        os.replace(tmp, path)
+        try:
+            np.savez(tmp, ids=np.concatenate(ids), offsets=np.cumsum([0] + [len(o) for o in ids]), vocab=np.array(vocab))
+            os.replace(tmp, path)
+        except BaseException:   # a full disk, Ctrl-C: no half-written cache file left behind
+            tmp.unlink(missing_ok=True); raise
     return ids, vocab
 
 # %% ../nbs/11_classify.ipynb #7767887d
@@ -125,12 +130,16 @@ def text_dls(df,              # DataFrame with columns `text`, `label`, `is_vali
     ids, vocab = numericalize_df(df, max_vocab, cache=cache, vocab=vocab)
     items = df[['label', 'is_valid']].reset_index(drop=True).assign(
         text=pd.Series(ids, dtype=object), text_length=[len(o) for o in ids])   # uncropped, as fastai sorts
+    set_seed(seed)
+    return _text_block(vocab, seq_len, keep).dataloaders(items, bs=bs, device=device or default_device(), num_workers=num_workers)
+
+def _text_block(vocab, seq_len, keep, classes=None):
+    "The `DataBlock` of `text_dls`: spaCy tokens (or ids) -> ids in `vocab` -> cropped to `seq_len`; labels in `classes` (default: sorted)"
     txt = TransformBlock(type_tfms=[Tokenizer(WordTokenizer()), IdsNumericalize(vocab)], dl_type=LengthSortedDL,
                          dls_kwargs={'before_batch': Pad_Chunk(seq_len=72)})
-    blk = DataBlock(blocks=(txt, CategoryBlock), get_x=ColReader('text'), get_y=ColReader('label'),
-                    splitter=ColSplitter('is_valid'), item_tfms=CropText(seq_len, keep))
-    set_seed(seed)
-    return blk.dataloaders(items, bs=bs, device=device or default_device(), num_workers=num_workers)
+    cat = CategoryBlock if classes is None else CategoryBlock(vocab=list(classes), sort=False)
+    return DataBlock(blocks=(txt, cat), get_x=ColReader('text'), get_y=ColReader('label'),
+                     splitter=ColSplitter('is_valid'), item_tfms=CropText(seq_len, keep))
 
 # %% ../nbs/11_classify.ipynb #223c549b
 def synth_text_df(n=200, valid_pct=0.25, seed=0):
@@ -155,9 +164,12 @@ def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
                        **kw):
     "A fastai `Learner` training a `ClassificationTransformer` on text `dls`; `kw` go to `Learner`"
     vocab = dls.vocab[0]
-    model = ClassificationTransformer(emb, heads, depth, seq_len, n_tokens=len(vocab), n_classes=dls.c, pos=pos,
-                                      pool=pool, pad_idx=vocab.index('xxpad'), dropout=dropout, fast=fast)
-    return set_precision(Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw), precision)
+    config = dict(emb=emb, heads=heads, depth=depth, seq_len=seq_len, pos=pos, pool=pool, pad_idx=vocab.index('xxpad'),
+                  dropout=dropout, fast=fast, prenorm=False)
+    model = ClassificationTransformer(n_tokens=len(vocab), n_classes=dls.c, **config)
+    learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw)
+    learn.model_config = config   # what `save_classifier` writes next to the weights
+    return set_precision(learn, precision)
 
 # %% ../nbs/11_classify.ipynb #80cfa397
 def model_device(model):
@@ -247,17 +259,45 @@ def _check_args(data, epochs, emb, heads, pos):
     if emb % heads: raise ValueError(f"heads: {heads} heads must divide emb={emb}")
     if pos not in ('learned', 'sinusoidal'): raise ValueError(f"pos: expected 'learned' or 'sinusoidal', got {pos!r}")
 
+def device_memory(dev):
+    "Bytes of memory of `dev`: the GPU's, or the machine's RAM for the CPU (and MPS, which shares it)"
+    dev = torch.device(dev)
+    if dev.type == 'cuda': return torch.cuda.get_device_properties(dev).total_memory
+    try: return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    except (ValueError, OSError, AttributeError): return 16 * 2**30   # a platform that does not say: assume 16 GiB
+
+def training_bytes(emb, heads, depth, seq_len, bs, n_tokens, n_classes=2):
+    "A generous estimate of the memory training a `ClassificationTransformer` takes: fp32 weights, grads, Adam, activations"
+    params = n_tokens * emb + seq_len * emb + depth * 12 * emb * emb + emb * n_classes
+    acts = bs * depth * (20 * seq_len * emb + 3 * heads * seq_len * seq_len)   # per block: ff, norms; attention maps
+    return 4 * (4 * params + acts)
+
+def _check_size(cfg, dev):
+    "Refuse, before any allocation, sizes whose training cannot fit in `dev`'s memory"
+    need, have = training_bytes(cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['bs'], cfg['max_vocab']), device_memory(dev)
+    if need > have:
+        raise ValueError(f"emb, depth, seq_len: emb={cfg['emb']}, depth={cfg['depth']}, seq_len={cfg['seq_len']} need about "
+                         f"{need / 2**30:,.0f} GiB to train, more than the {dev.type}'s {have / 2**30:,.0f} GiB; choose smaller sizes")
+
+def _check_precision(precision, dev):
+    "Mixed precision needs CUDA: refuse it elsewhere, rather than train in fp32 and report fp16"
+    if precision not in ('auto', 'bf16', 'fp16', 'fp32'):
+        raise ValueError(f"precision: expected 'auto', 'bf16', 'fp16' or 'fp32', got {precision!r}")
+    if precision in ('bf16', 'fp16') and torch.device(dev).type != 'cuda':
+        raise ValueError(f"precision: {precision} mixed precision needs a CUDA GPU, and this run trains on the "
+                         f"{torch.device(dev).type} (where it would silently be fp32); use 'auto' or 'fp32'")
+
 # %% ../nbs/11_classify.ipynb #eaad225c
 def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news) or a DataFrame (text, label, is_valid)
                  epochs=None, emb=None, heads=None, depth=None, seq_len=None,  # None: the configuration's value
                  pos='learned',       # 'learned' or 'sinusoidal' positions
                  quick=False,         # the quick CPU configuration instead of the full GPU one
-                 out=None,            # where to save the learner; default models/classify-<data>.pkl
+                 out=None,            # where to save the classifier (`save_classifier`); default models/classify-<data>.pt
                  lr=None, seed=0,
-                 precision='auto',    # 'auto' (per device, see `set_precision`), 'bf16', 'fp16' or 'fp32'
+                 precision='auto',    # 'auto' (per device, see `set_precision`), 'bf16' or 'fp16' (CUDA only), 'fp32'
                  cache=True,          # cache the token ids on disk (`numericalize_df`)
                 ):
-    "Train a `ClassificationTransformer` on `data`, export the learner, return the results as a dict"
+    "Train a `ClassificationTransformer` on `data`, save it with `save_classifier`, return the results as a dict"
     if isinstance(data, str) and data not in DATAFRAMES: _check_args(data, 1, 1, 1, pos)
     df = None if isinstance(data, str) else data
     name = data if df is None else 'custom'
@@ -268,6 +308,10 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
         if v is not None: cfg[k] = v
     _check_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
     dev = launch_device()   # this process's own GPU under a multi-process launcher (torchrun), else default_device()
+    _check_precision(precision, dev)
+    _check_size(cfg, dev)
+    out = check_output(out or f'models/classify-{name}.pt', 'out').absolute()   # before the work, not after it
+    if cache: check_folder(cache_dir() if cache is True else cache, 'TFS_CACHE' if cache is True else 'cache')
     if not quick and dev.type == 'cpu' and name != 'imdb_sample':
         print("tfs: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes",
               file=sys.stderr)
@@ -276,6 +320,8 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     df = _sample(df, cfg['max_train'], cfg['max_valid'], seed)
     dls = text_dls(df, cfg['seq_len'], cfg['bs'], cfg['max_vocab'], keep=cfg.get('keep', 'end'), seed=seed, device=dev,
                    num_workers=cfg.get('num_workers', 0), cache=cache)
+    if len(dls.train) == 0:
+        raise ValueError(f"data: {int((~df.is_valid).sum())} training rows make no full batch of {cfg['bs']}: training would run zero steps")
     t_data = time.perf_counter()
     set_seed(seed)
     learn = classifier_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], pos=pos, dropout=cfg['dropout'],
@@ -285,9 +331,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     _, valid_loss, acc = learn.recorder.values[-1]   # the last epoch's validation, as the progress table shows it
     seconds = time.perf_counter() - start
     if not is_main_process(): return None   # data-parallel: rank 0 alone saves and reports
-    out = Path(out or f'models/classify-{name}.pkl').absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    learn.export(out)
+    save_classifier(learn, out, data=name)
     return {'dataset': name, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
             'epochs': cfg['epochs'], 'seconds': round(seconds, 1), 'tokenize_seconds': round(t_data - start, 1),
             'train_seconds': round(seconds - (t_data - start) - val.seconds, 1), 'eval_seconds': round(val.seconds, 1),
@@ -296,21 +340,65 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
             'emb': cfg['emb'], 'heads': cfg['heads'], 'depth': cfg['depth'], 'seq_len': cfg['seq_len'], 'pos': pos}
 
 # %% ../nbs/11_classify.ipynb #368f18c0
-def load_classifier(model_path):
-    "Load a learner saved by `run_classify` (or `learn.export`), on the CPU"
+_FORMAT = 'transformers_scratch.classify/1'
+_CONFIG = {'emb': int, 'heads': int, 'depth': int, 'seq_len': int, 'pos': str, 'pool': str, 'pad_idx': int,
+           'dropout': float, 'fast': bool, 'prenorm': bool}
+
+def _crop(dls):
+    "The `CropText` of `dls` (how long texts are cut)"
+    return next(t for t in dls.train.after_item.fs if isinstance(t, CropText))
+
+def save_classifier(learn,   # a `Learner` from `classifier_learner` (or `pretrain.finetune_learner`)
+                    path,    # the file to write (all-or-nothing)
+                    **info,  # more plain data to keep with it (the dataset's name...)
+                   ):
+    "Save `learn`'s `ClassificationTransformer` as weights plus plain data: configuration, vocabulary, class names, cropping"
+    config = getattr(learn, 'model_config', None)
+    if config is None: raise TypeError("learn: expected a Learner made by `classifier_learner` (it records the model's configuration)")
+    crop = _crop(learn.dls)
+    model = getattr(learn.model, 'module', learn.model)   # unwrapped from a DataParallel
+    return save_checkpoint(path, _FORMAT, model, config=dict(config), vocab=[str(w) for w in learn.dls.vocab[0]],
+                           classes=[str(c) for c in learn.dls.vocab[1]], crop={'seq_len': crop.seq_len, 'keep': crop.keep}, **info)
+
+def _checked(ck, p):
+    "`ck`'s configuration, vocabulary and classes after checking their types: a forged file fails here, in one line"
+    bad = lambda what: ValueError(f"model: {str(p)!r} is not a classifier saved by `tfs classify --out` (damaged: {what})")
+    c, vocab, classes, crop = ck['config'], ck['vocab'], ck['classes'], ck['crop']
+    if not isinstance(c, dict) or any(k not in c or not isinstance(c[k], t) for k, t in _CONFIG.items()): raise bad('config')
+    if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab): raise bad('vocab')
+    if not isinstance(classes, list) or not classes or not all(isinstance(w, str) for w in classes): raise bad('classes')
+    if not isinstance(crop, dict) or not isinstance(crop.get('seq_len'), int) or crop.get('keep') not in ('end', 'start', 'both'): raise bad('crop')
+    return c, vocab, classes, crop
+
+def load_classifier(model_path,   # a file written by `save_classifier` (`tfs classify --out`)
+                   ):
+    "A `Learner` on the CPU rebuilt from the file `save_classifier` wrote: `weights_only=True`, so loading runs no code"
     p = Path(model_path)
-    if not p.is_file(): raise FileNotFoundError(f"model: no saved learner at {p}; train one with `tfs classify --out {p}`")
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')   # load_learner's reminder that pickles run code: load only files you trust
-        return load_learner(p)
+    ck = load_checkpoint(p, _FORMAT, 'model', 'a classifier saved by `tfs classify --out`',
+                         hint=f"train one with `tfs classify --out {p}`", keys=('config', 'vocab', 'classes', 'crop'))
+    c, vocab, classes, crop = _checked(ck, p)
+    try: model = ClassificationTransformer(n_tokens=len(vocab), n_classes=len(classes), **c)
+    except (ValueError, TypeError) as e: raise ValueError(f"model: {str(p)!r} has an impossible configuration ({e})") from None
+    try: model.load_state_dict(ck['state_dict'])
+    except RuntimeError as e: raise ValueError(f"model: {str(p)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
+    # the pipeline of `text_dls` (same tokenizer, numbers, cropping), made from one dummy row per class and split
+    items = pd.DataFrame({'text': [np.zeros(1, dtype=np.int32)] * (2 * len(classes)), 'label': classes * 2,
+                          'is_valid': [False] * len(classes) + [True] * len(classes), 'text_length': 1})
+    dls = _text_block(vocab, crop['seq_len'], crop['keep'], classes).dataloaders(items, bs=64, device='cpu')
+    learn = Learner(dls, model.eval(), loss_func=CrossEntropyLossFlat(), metrics=accuracy)
+    learn.model_config, learn.precision = c, 'fp32'
+    return learn
 
 # %% ../nbs/11_classify.ipynb #d5bfd73c
 def predict_text(model_path, text):
-    "Classify `text` with the learner saved at `model_path`: the label and each class's probability"
+    "Classify `text` with the classifier saved at `model_path`: the label, each class's probability, and the text's length in tokens"
     if not isinstance(text, str) or not text.strip(): raise ValueError("text: the text to classify is empty")
     learn = load_classifier(model_path)
+    n = len(learn.dls.test_dl([text]).dataset[0][0])   # tokens before cropping
     with learn.no_bar(): label, _, probs = learn.predict(text)
-    return {'label': str(label), 'probabilities': {str(c): round(float(p), 4) for c, p in zip(learn.dls.vocab[1], probs)}}
+    crop = _crop(learn.dls)
+    return {'label': str(label), 'probabilities': {str(c): round(float(p), 4) for c, p in zip(learn.dls.vocab[1], probs)},
+            'tokens': n, 'truncated': n > crop.seq_len, 'seq_len': crop.seq_len, 'keep': crop.keep}
 
 # %% ../nbs/11_classify.ipynb #43ec9c9b
 AWD_QUICK = dict(emb_sz=64, n_hid=128, n_layers=2)
