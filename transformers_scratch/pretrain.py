@@ -24,11 +24,11 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
+from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint, check_output
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import text_dls, n_params
+from .classify import text_dls, n_params, save_classifier
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -192,10 +192,12 @@ def finetune_dls(df, vocab, seq_len=128, bs=32, keep='end', seed=0, device=None)
 
 def finetune_learner(dls, cfg, mlm=None, dropout=0.1, precision='auto'):
     "A `Learner` for a pre-norm `ClassificationTransformer` of the sizes in `cfg`, its encoder loaded from `mlm` if given"
-    model = ClassificationTransformer(cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], len(dls.vocab[0]), dls.c,
-                                      pad_idx=1, dropout=dropout, fast=True, prenorm=True)
+    config = dict(emb=cfg['emb'], heads=cfg['heads'], depth=cfg['depth'], seq_len=cfg['seq_len'], pos='learned', pool='mean',
+                  pad_idx=1, dropout=float(dropout), fast=True, prenorm=True)
+    model = ClassificationTransformer(n_tokens=len(dls.vocab[0]), n_classes=dls.c, **config)
     if mlm is not None: model.load_encoder(mlm)
     learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy)
+    learn.model_config = config   # for `classify.save_classifier`
     return set_precision(learn, precision)
 
 # %% ../nbs/41_pretrain.ipynb #0cadc26c
@@ -214,6 +216,7 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     cfg = dict(PRETRAIN_QUICK if quick else PRETRAIN_FULL, **kw)
     if epochs is not None: cfg['epochs'] = epochs
     if cfg['epochs'] < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {cfg['epochs']}")
+    out = check_output(out or f'models/pretrain-{data}.pt', 'out').absolute()   # before the work, not after it
     dev = default_device()
     if not quick and dev.type == 'cpu':
         print("tfs: the full configuration is meant for a GPU; --quick runs in minutes", file=sys.stderr)
@@ -240,7 +243,6 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     _tokenize_cached.cache_clear()           # the tokens of 25,000 reviews are worth freeing
     base, top = freq_baseline(dls)
     fill_base, _ = freq_baseline(dls, at_mask=True)
-    out = Path(out or f'models/pretrain-{data}.pt').absolute()
     save_encoder(learn, out, cfg, data=data, score_on=score_on or data, n_texts=len(texts))
     return {'dataset': data, 'masked_accuracy': round(float(macc), 4), 'frequency_baseline': round(base, 4),
             'mask_fill_accuracy': round(float(fill), 4), 'mask_fill_baseline': round(fill_base, 4),
@@ -256,8 +258,9 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
 # %% ../nbs/41_pretrain.ipynb #03167735
 def run_finetune(encoder,                  # a file saved by `run_pretrain`, or None for the same model from scratch
                  data='imdb_sample', quick=False, epochs=None, out=None, seed=0, vocab_from=None, show=True, lr=None):
-    "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`; results as `run_classify`'s"
+    "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
+    if out is not None: out = check_output(out, 'out').absolute()   # before the work, not after it
     ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)
     if encoder is None: mlm = None                                   # from scratch, same vocabulary and sizes
     elif data == 'imdb_sample' and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
@@ -279,9 +282,7 @@ def run_finetune(encoder,                  # a file saved by `run_pretrain`, or 
     seconds = time.perf_counter() - start
     res = {'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
            'epochs': cfg['epochs'], 'seconds': round(seconds, 1), 'device': dev.type}
-    if out is not None:
-        out = Path(out).absolute(); out.parent.mkdir(parents=True, exist_ok=True)
-        learn.export(out)
+    if out is not None: save_classifier(learn, out, data=data, encoder=None if encoder is None else str(encoder))
     res.update({'model': str(out) if out else None, 'quick': bool(quick), 'train_rows': int((~df.is_valid).sum()),
                 'valid_rows': int(df.is_valid.sum()), 'emb': cfg['emb'], 'heads': cfg['heads'], 'depth': cfg['depth'],
                 'seq_len': cfg['seq_len'], 'pos': 'learned', 'encoder': None if encoder is None else str(encoder),

@@ -22,7 +22,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import default_device, set_precision, save_checkpoint, load_checkpoint
+from .core import default_device, set_precision, save_checkpoint, load_checkpoint, check_output
 from .data import multi30k_pairs
 from .seq2seq import (Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch,
                                           attention_maps)
@@ -191,6 +191,7 @@ class Translator:
         if not isinstance(text, str): raise TypeError(f"text: expected a string, got {type(text).__name__}")
         if not text.strip(): raise ValueError("text: the sentence to translate is empty")
         if beam < 1: raise ValueError(f"beam: expected an integer >= 1, got {beam}")
+        if beam > len(self.tgt_vocab): raise ValueError(f"beam: at most the target vocabulary's {len(self.tgt_vocab)} tokens, got {beam}")
         return translate_sentences(self.model.float(), self.src_vocab, self.tgt_vocab, [text], beam, max_len=max_len)[0]
 
 def translate_text(learn, text, beam=1):
@@ -205,13 +206,18 @@ def save_translator(tr, path):
 
 def load_translator(path):
     "A `Translator` saved by `save_translator`, on the CPU; clear errors for a missing or foreign file"
-    ck = load_checkpoint(path, _FORMAT, 'model', 'a model written by `tfs translate --out`',
-                         hint=f"train one with `tfs translate --out {Path(path)}`")
+    what = 'a model written by `tfs translate --out`'
+    ck = load_checkpoint(path, _FORMAT, 'model', what, hint=f"train one with `tfs translate --out {Path(path)}`",
+                         keys=('config', 'src', 'tgt', 'src_vocab', 'tgt_vocab'))
     c = ck['config']
-    sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
-    model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
-                               fast=True, ff_mult=c['ff_mult'], dec_depth=c['dec_depth'])
-    model.load_state_dict(ck['state_dict'])
+    try:
+        sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
+        model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
+                                   fast=True, ff_mult=c['ff_mult'], dec_depth=c['dec_depth'])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"model: {str(path)!r} is not {what} (damaged: {type(e).__name__} {e})") from None
+    try: model.load_state_dict(ck['state_dict'])
+    except RuntimeError as e: raise ValueError(f"model: {str(path)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
     return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'], c)
 
 # %% ../nbs/31_translate.ipynb #ef6b34be
@@ -266,6 +272,10 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
     if data != 'multi30k': raise ValueError(f"data: expected 'multi30k', got {data!r}")
     check_langs(src, tgt)
     cfg = translate_config(quick, beam=beam, epochs=epochs, lr=lr, **kw)
+    if max_train is not None and max_train < cfg['bs']:
+        raise ValueError(f"max_train: {max_train} pairs make no full batch of {cfg['bs']} (the last, partial batch is dropped): "
+                         f"training would run zero steps; give at least {cfg['bs']}")
+    if out is not None: out = check_output(out, 'out')          # before the work, not after it
     dev = default_device()
     if not quick and dev.type == 'cpu':
         print("tfs: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes", file=sys.stderr)
@@ -275,6 +285,8 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
     test = pairs['test_2016_flickr'][:max_test] if max_test else pairs['test_2016_flickr']
     set_seed(seed)
     dls = translation_dls(pairs, min_freq=cfg['min_freq'], bs=cfg['bs'], seq_len=cfg['seq_len'], device=dev)
+    if len(dls.train) == 0:
+        raise ValueError(f"max_train: {len(dls.train.dataset)} usable training pairs make no full batch of {cfg['bs']}: training would run zero steps")
     learn = translation_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['dec_depth'], cfg['ff_mult'],
                                 cfg['dropout'], cfg['smoothing'], cfg['wd'], pos=cfg['pos'])
     t1 = time.perf_counter()
