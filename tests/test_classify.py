@@ -1,11 +1,10 @@
-"`tfs classify` / `tfs predict` end to end on IMDB_SAMPLE, the export round trip, bad input, offline data, padding."
+"`tfs classify` / `tfs predict` end to end on IMDB_SAMPLE, the save/load round trip, bad input, offline data, padding."
 import json, os, subprocess, sys, time, warnings
 import pytest, torch
 from transformers_scratch.classify import (text_dls, classifier_learner, padding_invariance_gap, load_classifier,
-                                           synth_text_df, QUICK)
+                                           save_classifier, predict_text, synth_text_df, QUICK)
 from transformers_scratch.models import ClassificationTransformer
 from transformers_scratch.data import imdb_sample_df, DataNotFoundError
-from fastai.learner import load_learner
 from fastai.torch_core import set_seed
 
 MAJORITY = 107 / 200   # IMDB_SAMPLE's validation split: 107 negative, 93 positive
@@ -27,7 +26,7 @@ def assert_one_line_error(r, pattern):
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
     "Train once with `tfs classify --quick` (the one long test: about two minutes on 2 cores)"
-    out = tmp_path_factory.mktemp('model')/'imdb_sample.pkl'
+    out = tmp_path_factory.mktemp('model')/'imdb_sample.pt'
     start = time.perf_counter()
     r = tfs('classify', '--quick', '--out', str(out))
     return r, out, time.perf_counter() - start
@@ -44,7 +43,7 @@ def test_classify_quick_learns(trained):
     print(f"tfs classify --quick: {secs:.0f}s wall, {res}")
 
 def test_exported_learner_reproduces_the_accuracy(trained):
-    "export -> load_learner: the loaded learner gets exactly the accuracy measured at the end of training"
+    "save_classifier -> load_classifier: the rebuilt learner gets exactly the accuracy measured at the end of training"
     r, out, _ = trained
     res = last_json(r.stdout)
     learn = load_classifier(out)
@@ -66,26 +65,31 @@ def test_predict_cli(trained):
     assert pg['label'] == max(pg['probabilities'], key=pg['probabilities'].get)
     assert pg['probabilities']['positive'] > pb['probabilities']['positive'], (pg, pb)
 
-def test_export_round_trip_identical_predictions(tmp_path):
-    "learn.export -> load_learner -> the same predictions on new texts: to the bit on one device, within 1e-3 across"
+def test_save_load_round_trip_identical_predictions(tmp_path):
+    "save_classifier -> load_classifier (weights_only) -> the same predictions on new texts: to the bit on one device, within 1e-3 across"
     df = synth_text_df()
     set_seed(0)
     learn = classifier_learner(text_dls(df, seq_len=24, bs=8), emb=16, heads=2, depth=1, seq_len=24)
     with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(2, 3e-2)
     learn.to_fp32()   # compare the weights and the pipeline, not the rounding of bf16/fp16 autocast on a GPU
-    texts = list(df.text[-20:]) + ['a superb film ' * 20]
+    texts = list(df.text[-20:]) + ['a superb film ' * 20, 'unseen words: zyzzyva, QUUX!']
     before = learn.get_preds(dl=learn.dls.test_dl(texts))[0]
-    learn.export(tmp_path/'m.pkl')
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        loaded = load_learner(tmp_path/'m.pkl')   # always on the CPU
+    save_classifier(learn, tmp_path/'m.pt')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['m.pt']              # no temporary file left beside it
+    ck = torch.load(tmp_path/'m.pt', weights_only=True)                        # plain data: no pickled objects at all
+    assert ck['classes'] == ['negative', 'positive'] and ck['vocab'] == list(learn.dls.vocab[0]) and ck['crop'] == {'seq_len': 24, 'keep': 'end'}
+    loaded = load_classifier(tmp_path/'m.pt')   # always on the CPU
     after = loaded.get_preds(dl=loaded.dls.test_dl(texts))[0]
     if learn.dls.device.type == 'cpu': assert torch.equal(before, after)
     else:
         # trained on a GPU: `before` comes from GPU kernels (other reduction orders, TF32 matmuls where enabled),
         # which differ from the CPU's in the last bits, so equality to the bit only holds within one device
-        torch.testing.assert_close(after, before, atol=1e-3, rtol=1e-3)
-    assert loaded.predict(texts[0])[0] == learn.predict(texts[0])[0]
+        torch.testing.assert_close(after, before.cpu(), atol=1e-3, rtol=1e-3)
+    for t in texts[:3] + texts[-2:]:
+        assert loaded.predict(t)[0] == learn.predict(t)[0]
+        p = predict_text(tmp_path/'m.pt', t)
+        assert p['label'] == learn.predict(t)[0]
+    assert predict_text(tmp_path/'m.pt', texts[-2])['truncated'] and not predict_text(tmp_path/'m.pt', texts[0])['truncated']
 
 @pytest.mark.parametrize('args,pattern', [
     (['classify', '--data', 'mnist'], 'invalid choice'),

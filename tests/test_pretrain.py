@@ -121,12 +121,15 @@ def test_cli_pretrain_then_classify_round_trip(tmp_path, monkeypatch):
     assert ck['vocab'][ck['vocab'].index('xxmask')] == 'xxmask'
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        main(['classify', '--quick', '--epochs', '1', '--encoder', str(tmp_path/'enc.pt'), '--out', str(tmp_path/'clf.pkl')])
+        main(['classify', '--quick', '--epochs', '1', '--encoder', str(tmp_path/'enc.pt'), '--out', str(tmp_path/'clf.pt')])
     res = json.loads(out.getvalue().strip().splitlines()[-1])
     for k in ('dataset', 'accuracy', 'valid_loss', 'epochs', 'seconds', 'device', 'model', 'quick', 'train_rows',
               'valid_rows', 'emb', 'heads', 'depth', 'seq_len', 'pos'):
         assert k in res, k
     assert res['emb'] == 32 and res['seq_len'] == 64 and 0 <= res['accuracy'] <= 1
+    from transformers_scratch.classify import predict_text   # the fine-tuned classifier is a checkpoint `tfs predict` reads
+    p = predict_text(tmp_path/'clf.pt', 'a good film')
+    assert p['label'] in ('negative', 'positive') and abs(sum(p['probabilities'].values()) - 1) < 1e-3
 
 
 def test_masked_accuracy_at_mask_counts_only_masked_positions():

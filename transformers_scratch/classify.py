@@ -358,7 +358,8 @@ def save_classifier(learn,   # a `Learner` from `classifier_learner` (or `pretra
     crop = _crop(learn.dls)
     model = getattr(learn.model, 'module', learn.model)   # unwrapped from a DataParallel
     return save_checkpoint(path, _FORMAT, model, config=dict(config), vocab=[str(w) for w in learn.dls.vocab[0]],
-                           classes=[str(c) for c in learn.dls.vocab[1]], crop={'seq_len': crop.seq_len, 'keep': crop.keep}, **info)
+                           classes=[str(c) for c in learn.dls.vocab[1]], crop={'seq_len': crop.seq_len, 'keep': crop.keep},
+                           bs=int(learn.dls.bs), **info)   # the batch size too: batches padded alike give the same bits
 
 def _checked(ck, p):
     "`ck`'s configuration, vocabulary and classes after checking their types: a forged file fails here, in one line"
@@ -384,7 +385,8 @@ def load_classifier(model_path,   # a file written by `save_classifier` (`tfs cl
     # the pipeline of `text_dls` (same tokenizer, numbers, cropping), made from one dummy row per class and split
     items = pd.DataFrame({'text': [np.zeros(1, dtype=np.int32)] * (2 * len(classes)), 'label': classes * 2,
                           'is_valid': [False] * len(classes) + [True] * len(classes), 'text_length': 1})
-    dls = _text_block(vocab, crop['seq_len'], crop['keep'], classes).dataloaders(items, bs=64, device='cpu')
+    bs = ck.get('bs') if isinstance(ck.get('bs'), int) and 0 < ck.get('bs') <= 2**16 else 64
+    dls = _text_block(vocab, crop['seq_len'], crop['keep'], classes).dataloaders(items, bs=bs, device='cpu')
     learn = Learner(dls, model.eval(), loss_func=CrossEntropyLossFlat(), metrics=accuracy)
     learn.model_config, learn.precision = c, 'fp32'
     return learn

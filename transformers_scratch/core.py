@@ -9,7 +9,7 @@ __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', '
            'is_solution', 'handout_nb', 'make_handout']
 
 # %% ../nbs/00_core.ipynb #470106b5
-import os, re, sys, json, ast, functools, copy, contextlib, tempfile, warnings
+import os, io, re, sys, json, ast, functools, copy, contextlib, tempfile, warnings
 from pathlib import Path
 import torch
 
@@ -241,8 +241,10 @@ def save_checkpoint(path, format,   # where to write; the `format` tag its loade
     ck = {'format': format, 'state_dict': {k: v.detach().cpu() for k, v in model.state_dict().items()}, **info}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    torch.save(ck, buf)   # in memory first: a failed write then raises its own OSError (torch's writer would hide it)
     try:
-        with atomic_write(path) as f: torch.save(ck, f)
+        with atomic_write(path) as f: f.write(buf.getbuffer())
     except OSError as e: raise OSError(e.errno, f"could not write {str(path)!r} ({e.strerror or e}); nothing was changed there") from None
     return path
 
@@ -250,11 +252,11 @@ def save_checkpoint(path, format,   # where to write; the `format` tag its loade
 def _why_not(p, e):
     "Why `torch.load(p, weights_only=True)` raised `e`, in a few words"
     with open(p, 'rb') as f: head = f.read(2)
-    if head[:1] == b'\x80' and head[1:2] in (b'\x02', b'\x03', b'\x04', b'\x05') or 'Unsupported global' in str(e):
+    if head[:1] == b'\x80' and head[1:2] in (b'\x02', b'\x03', b'\x04', b'\x05') or 'GLOBAL' in str(e) or 'Unsupported global' in str(e):
         return ("it holds pickled Python objects (a `learn.export` or `torch.save(obj)` file?), and loading those can run "
                 "any code, so it is refused")
     if isinstance(e, EOFError) or not head: return "the file is empty or cut short"
-    if 'zip archive' in str(e): return "the file is damaged or truncated"
+    if head == b'PK' or 'zip archive' in str(e): return "the file is damaged or truncated"
     return "not a checkpoint file"
 
 def load_checkpoint(path, format,   # the file; the `format` tag it must carry
