@@ -381,7 +381,7 @@ def load_classifier(model_path,   # a file written by `save_classifier` (`tfs cl
     try: model = ClassificationTransformer(n_tokens=len(vocab), n_classes=len(classes), **c)
     except (ValueError, TypeError) as e: raise ValueError(f"model: {str(p)!r} has an impossible configuration ({e})") from None
     try: model.load_state_dict(ck['state_dict'])
-    except RuntimeError as e: raise ValueError(f"model: {str(p)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
+    except RuntimeError as e: raise ValueError(f"model: {str(p)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
     # the pipeline of `text_dls` (same tokenizer, numbers, cropping), made from one dummy row per class and split
     items = pd.DataFrame({'text': [np.zeros(1, dtype=np.int32)] * (2 * len(classes)), 'label': classes * 2,
                           'is_valid': [False] * len(classes) + [True] * len(classes), 'text_length': 1})

@@ -399,11 +399,13 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
         print("note: the full configuration is meant for a GPU; add --quick for a minute or two on a CPU", file=sys.stderr)
     set_seed(seed)
     dls, codec = lm_dls(data, level, cfg, vocab=ck['vocab'] if ck else None, device=dev)
-    codec.encode(prompt)                                          # an unknown character fails now, not after training
+    n_prompt = len(codec.encode(prompt))                          # an unknown character fails now, not after training
+    if n_prompt > cfg['seq_len']:                                 # said once: the model reads a window of seq_len tokens
+        print(f"note: the prompt has {n_prompt} tokens; the model sees only the last {cfg['seq_len']} as it writes", file=sys.stderr)
     learn = lm_learner(dls, **{k: cfg[k] for k in _MODEL_KEYS}, compile=cfg.get('compile', False) and dev.type == 'cuda')
     if ck is not None:
         try: learn.model.load_state_dict(ck['state_dict'])
-        except RuntimeError as e: raise ValueError(f"model: {str(model)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
+        except RuntimeError as e: raise ValueError(f"model: {str(model)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
     else:
         with data_parallel(learn): learn.fit_one_cycle(cfg['epochs'], cfg['lr'])   # data-parallel when launched so
     if not is_main_process(): return None                        # rank 0 measures, generates and saves, alone

@@ -217,7 +217,7 @@ def load_translator(path):
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"model: {str(path)!r} is not {what} (damaged: {type(e).__name__} {e})") from None
     try: model.load_state_dict(ck['state_dict'])
-    except RuntimeError as e: raise ValueError(f"model: {str(path)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
+    except RuntimeError as e: raise ValueError(f"model: {str(path)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
     return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'], c)
 
 # %% ../nbs/31_translate.ipynb #ef6b34be
