@@ -77,12 +77,18 @@ def d(tmp_path_factory):
     torch.save({k: v for k, v in ck.items() if k != 'vocab'}, d/'clf-novocab.pt')
     torch.save(dict(ck, config=dict(ck['config'], emb='8')), d/'clf-badconfig.pt')
     torch.save(dict(ck, config=dict(ck['config'], emb=16, heads=2)), d/'clf-mismatch.pt')
+    torch.save(dict(ck, config=dict(ck['config'], emb=2**16, heads=2, depth=2**20)), d/'clf-huge.pt')   # forged sizes: no allocation
+    torch.save(dict(ck, config=dict(ck['config'], heads=3)), d/'clf-heads.pt')
     ck = torch.load(d/'lm.pt', weights_only=True)
     torch.save({k: v for k, v in ck.items() if k != 'data'}, d/'lm-nodata.pt')
     torch.save(dict(ck, config=dict(ck['config'], emb=32)), d/'lm-mismatch.pt')
+    torch.save(dict(ck, config=dict(ck['config'], seq_len=2**40)), d/'lm-huge.pt')
     ck = torch.load(d/'tr.pt', weights_only=True)
     torch.save({k: v for k, v in ck.items() if k != 'src_vocab'}, d/'tr-novocab.pt')
     torch.save(dict(ck, src_vocab=['a', 'b']), d/'tr-badvocab.pt')
+    torch.save(dict(ck, config=dict(ck['config'], emb=2**20, depth=2**10)), d/'tr-huge.pt')
+    ck = torch.load(d/'enc.pt', weights_only=True)
+    torch.save(dict(ck, config=dict(ck['config'], seq_len=0)), d/'enc-zero.pt')
     (d/'folder.pt').mkdir()
     return d
 
@@ -135,7 +141,7 @@ PREDICT = [('evil.pkl', 'run any code'), ('evil-system.pkl', 'run any code'), ('
            ('text.pt', 'not a checkpoint'), ('clf-cut.pt', 'damaged or truncated'), ('lm.pt', 'not a classifier'),
            ('tr.pt', 'not a classifier'), ('enc.pt', 'not a classifier'), ('clf-novocab.pt', "no 'vocab'"),
            ('clf-badconfig.pt', 'damaged: config'), ('clf-mismatch.pt', 'does not match'), ('missing.pt', 'no such file'),
-           ('folder.pt', 'no such file')]
+           ('folder.pt', 'is a folder'), ('clf-huge.pt', 'GiB of weights'), ('clf-heads.pt', 'does not divide')]
 
 @pytest.mark.parametrize('f,pattern', PREDICT, ids=[f for f, _ in PREDICT])
 def test_predict_bad_model(d, capsys, f, pattern):
@@ -147,7 +153,7 @@ def test_predict_bad_model(d, capsys, f, pattern):
 GENERATE = [('evil.pkl', 'run any code'), ('evil.pt', 'run any code'), ('empty.pt', 'empty or cut short'),
             ('random.pt', 'not a checkpoint'), ('lm-cut.pt', 'damaged or truncated'), ('clf.pt', 'not a checkpoint written by `tfs generate'),
             ('tr.pt', 'not a checkpoint written'), ('lm-nodata.pt', "no 'data'"), ('lm-mismatch.pt', 'does not match'),
-            ('missing.pt', 'no such file')]
+            ('missing.pt', 'no such file'), ('lm-huge.pt', r'config seq_len=\d+'), ('folder.pt', 'is a folder')]
 
 @pytest.mark.parametrize('f,pattern', GENERATE, ids=[f for f, _ in GENERATE])
 def test_generate_bad_model(d, capsys, f, pattern):
@@ -156,7 +162,8 @@ def test_generate_bad_model(d, capsys, f, pattern):
 
 TRANSLATE = [('evil.pt', 'run any code'), ('evil-system.pkl', 'run any code'), ('empty.pt', 'empty or cut short'),
              ('tr-cut.pt', 'damaged or truncated'), ('lm.pt', 'not a model written by `tfs translate'), ('clf.pt', 'not a model written'),
-             ('tr-novocab.pt', "no 'src_vocab'"), ('tr-badvocab.pt', 'damaged'), ('text.pt', 'not a checkpoint')]
+             ('tr-novocab.pt', "no 'src_vocab'"), ('tr-badvocab.pt', 'damaged'), ('text.pt', 'not a checkpoint'),
+             ('tr-huge.pt', 'GiB of weights')]
 
 @pytest.mark.parametrize('f,pattern', TRANSLATE, ids=[f for f, _ in TRANSLATE])
 def test_translate_bad_model(d, capsys, f, pattern):
@@ -164,7 +171,7 @@ def test_translate_bad_model(d, capsys, f, pattern):
     assert f in one_line(code, err, pattern) and out == ''
 
 ENCODER = [('evil.pkl', 'run any code'), ('evil.pt', 'run any code'), ('empty.pt', 'empty'), ('enc-cut.pt', 'damaged'),
-           ('clf.pt', 'not an encoder'), ('lm.pt', 'not an encoder')]
+           ('clf.pt', 'not an encoder'), ('lm.pt', 'not an encoder'), ('enc-zero.pt', 'config seq_len=0')]
 
 @pytest.mark.parametrize('f,pattern', ENCODER, ids=[f for f, _ in ENCODER])
 def test_classify_bad_encoder(d, capsys, tmp_path, f, pattern):

@@ -29,7 +29,7 @@ from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
 from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
-from .core import check_output, check_folder
+from .core import check_output, check_folder, check_config
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
@@ -369,6 +369,7 @@ def _checked(ck, p):
     if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab): raise bad('vocab')
     if not isinstance(classes, list) or not classes or not all(isinstance(w, str) for w in classes): raise bad('classes')
     if not isinstance(crop, dict) or not isinstance(crop.get('seq_len'), int) or crop.get('keep') not in ('end', 'start', 'both'): raise bad('crop')
+    check_config(c, len(vocab), p, 'model', 'a classifier saved by `tfs classify --out`')
     return c, vocab, classes, crop
 
 def load_classifier(model_path,   # a file written by `save_classifier` (`tfs classify --out`)

@@ -6,7 +6,7 @@
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'assert_check', 'rand', 'randint',
            'call_checked', 'expect_like', 'expect_rate', 'quick_mode', 'default_device', 'precision_for',
            'set_precision', 'atomic_write', 'check_output', 'check_folder', 'save_checkpoint', 'load_checkpoint',
-           'is_solution', 'handout_nb', 'make_handout']
+           'check_config', 'is_solution', 'handout_nb', 'make_handout']
 
 # %% ../nbs/00_core.ipynb #470106b5
 import os, io, re, sys, json, ast, functools, copy, contextlib, tempfile, warnings
@@ -267,6 +267,7 @@ def load_checkpoint(path, format,   # the file; the `format` tag it must carry
                    ):
     "The dict `save_checkpoint` wrote to `path`, on the CPU, read with `weights_only=True` (no code runs); one-line errors for a missing, corrupt or foreign file"
     p = Path(path)
+    if p.is_dir(): raise ValueError(f"{what}: {str(p)!r} is a folder, not {expected}")
     if not p.is_file(): raise FileNotFoundError(f"{what}: no such file {str(p)!r}" + (f"; {hint}" if hint else ''))
     try:
         with warnings.catch_warnings():
@@ -278,6 +279,24 @@ def load_checkpoint(path, format,   # the file; the `format` tag it must carry
     if missing or not isinstance(ck['state_dict'], dict):
         raise ValueError(f"{what}: {str(p)!r} is not {expected} (damaged: no {', '.join(map(repr, missing)) or 'state_dict'})")
     return ck
+
+def _ram():
+    try: return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    except (ValueError, OSError, AttributeError): return 16 * 2**30
+
+def check_config(config, n_tokens, path, what='model', expected='a checkpoint'):
+    "Check a checkpoint's `config` before a model is built from it: sizes are integers in [1, 2**20] and the weights fit in memory"
+    bad = lambda why: ValueError(f"{what}: {str(path)!r} is not {expected} (damaged: {why})")
+    if not isinstance(config, dict): raise bad('config')
+    for k in ('emb', 'heads', 'depth', 'seq_len', 'dec_depth'):
+        v = config.get(k)
+        if v is None and k == 'dec_depth': continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20: raise bad(f"config {k}={v!r}")
+    if config['emb'] % config['heads']: raise bad(f"config heads={config['heads']} does not divide emb={config['emb']}")
+    e, depth = config['emb'], config['depth'] + (config.get('dec_depth') or 0)
+    need = 4 * ((n_tokens + config['seq_len']) * e + 16 * depth * e * e)   # bytes of fp32 weights, generously
+    if need > _ram(): raise bad(f"its configuration asks for {need / 2**30:,.0f} GiB of weights, more than this machine has")
+    return config
 
 # %% ../nbs/00_core.ipynb #a925d7c0
 def _defined_names(src):

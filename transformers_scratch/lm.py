@@ -26,7 +26,7 @@ from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
 from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
-from .core import save_checkpoint, load_checkpoint, check_output
+from .core import save_checkpoint, load_checkpoint, check_output, check_config
 from .masks import neg_fill
 from .models import GenerationTransformer
 from .generate import encode_chars, generate_text, check_sampling_args
@@ -354,6 +354,7 @@ def load_lm(path):
     if (ck['data'] not in DEFAULT_LEVEL or ck['level'] not in ('char', 'word') or not isinstance(c, dict)
         or any(not isinstance(c.get(k), (int, float)) for k in _MODEL_KEYS) or not isinstance(ck['vocab'], list)):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: data, level, config or vocab)")
+    check_config(c, len(ck['vocab']), path, 'model', 'a checkpoint written by `tfs generate --out`')
     return ck
 
 MAX_NEW_TOKENS = 100_000   # `n`'s bound: about ten minutes of sampling from the quick model on a CPU

@@ -24,7 +24,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint, check_output
+from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint, check_config, check_output
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
@@ -178,8 +178,10 @@ def save_encoder(learn, path, cfg, **info):
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
     p = Path(path)
-    ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`")
-    c = ck['config']
+    ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`",
+                         keys=('config', 'vocab'))
+    c = check_config(ck['config'], len(ck['vocab']) if isinstance(ck['vocab'], list) else 0, p, 'encoder', 'an encoder saved by `tfs pretrain`')
+    if not isinstance(ck['vocab'], list): raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain` (damaged: vocab)")
     mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
     try: mlm.load_state_dict(ck['state_dict'])
     except RuntimeError as e: raise ValueError(f"encoder: {str(p)!r} does not match its configuration ({str(e).splitlines()[0]})") from None

@@ -22,7 +22,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import default_device, set_precision, save_checkpoint, load_checkpoint, check_output
+from .core import default_device, set_precision, save_checkpoint, load_checkpoint, check_output, check_config
 from .data import multi30k_pairs
 from .seq2seq import (Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch,
                                           attention_maps)
@@ -212,6 +212,10 @@ def load_translator(path):
     c = ck['config']
     try:
         sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"model: {str(path)!r} is not {what} (damaged: vocabularies: {e})") from None
+    check_config(c, len(sv) + len(tv), path, 'model', what)   # sizes in range, weights that fit in memory
+    try:
         model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
                                    fast=True, ff_mult=c['ff_mult'], dec_depth=c['dec_depth'])
     except (KeyError, TypeError, ValueError) as e:
