@@ -40,6 +40,9 @@ def test_classify_quick_learns(trained):
     assert res['accuracy'] >= MAJORITY + 0.12, f"{res['accuracy']} is not well above the majority class {MAJORITY}"
     assert 0 < res['valid_loss'] < 5 and res['device'] in ('cpu', 'cuda', 'mps')
     assert res['model'] == str(out) and out.is_file()
+    ck = torch.load(out, weights_only=True)   # weights + plain data: loads with no pickled object at all
+    assert ck['format'] == 'transformers_scratch.classify/1' and ck['classes'] == ['negative', 'positive']
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]   # no temporary file left beside it
     print(f"tfs classify --quick: {secs:.0f}s wall, {res}")
 
 def test_exported_learner_reproduces_the_accuracy(trained):
