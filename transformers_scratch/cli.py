@@ -239,7 +239,7 @@ def main(argv=None):
             if res is not None: print(json.dumps(res))
             if sys.stdout is not None: sys.stdout.flush()
     except CLIError as e: _fail(str(e))
-    except KeyboardInterrupt: _fail("tfs: interrupted (Ctrl-C); a file being saved was left as it was", 130)
+    except KeyboardInterrupt: _fail("tfs: interrupted (Ctrl-C); no output file was half-written", 130)
     except BrokenPipeError:
         _quiet_stdout()
         _fail("tfs: error: standard output was closed before all the results were written (broken pipe)")
