@@ -151,12 +151,14 @@ def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
                        pos='learned',     # 'learned' or 'sinusoidal' positions
                        pool='mean',       # 'mean' or 'max' pooling over the real tokens
                        dropout=0.1, fast=True,
+                       prenorm=False,     # post-norm blocks: the configuration `tfs classify` was measured with
                        precision='auto',  # 'auto' (bf16 or fp16 on a GPU, fp32 on a CPU), 'bf16', 'fp16' or 'fp32'
                        **kw):
     "A fastai `Learner` training a `ClassificationTransformer` on text `dls`; `kw` go to `Learner`"
     vocab = dls.vocab[0]
     model = ClassificationTransformer(emb, heads, depth, seq_len, n_tokens=len(vocab), n_classes=dls.c, pos=pos,
-                                      pool=pool, pad_idx=vocab.index('xxpad'), dropout=dropout, fast=fast)
+                                      pool=pool, pad_idx=vocab.index('xxpad'), dropout=dropout, fast=fast,
+                                      prenorm=prenorm)
     return set_precision(Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw), precision)
 
 # %% ../nbs/11_classify.ipynb #80cfa397

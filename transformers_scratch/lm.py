@@ -28,7 +28,7 @@ from fastai.torch_core import set_seed
 from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
 from .core import save_checkpoint, load_checkpoint
 from .masks import neg_fill
-from .models import GenerationTransformer
+from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint
 from .generate import encode_chars, generate_text, check_sampling_args
 from .data import shakespeare_text, imdb_sample_df
 from .training import adamw, speed_up, data_parallel, launch_device, is_main_process, single_process
@@ -344,12 +344,12 @@ _FORMAT = 'transformers_scratch.lm/1'
 
 def save_lm(learn, path, data, level, cfg, vocab):
     "Save the model of `learn` with what it takes to use it again"
-    return save_checkpoint(path, _FORMAT, learn.model, data=data, level=level, config={k: cfg[k] for k in _MODEL_KEYS},
+    return save_checkpoint(path, _FORMAT, learn.model, version=TRUNK_VERSION, data=data, level=level, config={k: cfg[k] for k in _MODEL_KEYS},
                            vocab=list(vocab.itos if isinstance(vocab, CharVocab) else vocab.vocab))
 
 def load_lm(path):
     "A checkpoint saved by `save_lm` (a dict); clear errors for a missing or foreign file"
-    return load_checkpoint(path, _FORMAT, 'model', 'a checkpoint written by `tfs generate --out`')
+    return upgrade_checkpoint(load_checkpoint(path, _FORMAT, 'model', 'a checkpoint written by `tfs generate --out`'))
 
 # %% ../nbs/21_lm.ipynb #10245f7a
 def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sample'

@@ -26,7 +26,7 @@ from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
 from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
 from .data import imdb_sample_df, imdb_df
-from .models import ClassificationTransformer
+from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint
 from .mlm import mask_tokens, MaskedLMTransformer
 from .classify import text_dls, n_params
 
@@ -173,12 +173,13 @@ _MODEL_KEYS = ('emb', 'heads', 'depth', 'seq_len', 'dropout')
 def save_encoder(learn, path, cfg, **info):
     "Save the MLM of `learn`, its configuration and its vocabulary to `path`"
     info = {'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab), **info}
-    return save_checkpoint(path, _FORMAT, learn.model, **info)
+    return save_checkpoint(path, _FORMAT, learn.model, version=TRUNK_VERSION, **info)
 
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
     p = Path(path)
     ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`")
+    ck = upgrade_checkpoint(ck, 'encoder')                          # keys of files saved before the `Trunk` are mapped
     c = ck['config']
     mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
     try: mlm.load_state_dict(ck['state_dict'])

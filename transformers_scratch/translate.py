@@ -129,7 +129,7 @@ def token_accuracy(logits, labels, pad_idx=PAD):
     real = labels != pad_idx
     return (logits.argmax(-1) == labels)[real].float().mean()
 
-def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, ff_mult=4, dropout=0.1,
+def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, mult=4, dropout=0.1,
                         smoothing=0.1,    # label smoothing of the loss
                         wd=0.01,          # decoupled weight decay
                         clip=1.0,         # gradient norm clipping
@@ -137,7 +137,7 @@ def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, ff_mult=
     "A fastai `Learner` training a `Seq2SeqTransformer` on `translation_dls`"
     if model is None:
         model = Seq2SeqTransformer(emb, heads, depth, dls.seq_len, len(dls.src_vocab), len(dls.tgt_vocab), PAD, PAD,
-                                   pos=pos, dropout=dropout, fast=fast, ff_mult=ff_mult, dec_depth=dec_depth)
+                                   pos=pos, dropout=dropout, fast=fast, mult=mult, dec_depth=dec_depth)
     learn = Learner(dls, model, loss_func=Seq2SeqLoss(PAD, smoothing), opt_func=partial(Adam, wd=wd),
                     metrics=token_accuracy, cbs=GradientClip(clip))
     return set_precision(learn, precision)
@@ -176,7 +176,7 @@ def evaluate_bleu(model, src_vocab, tgt_vocab, pairs, beam=1, bs=128):
 
 # %% ../nbs/31_translate.ipynb #1a4773cb
 _FORMAT = 'transformers_scratch.translate/1'
-_MODEL_KEYS = ('emb', 'heads', 'depth', 'dec_depth', 'ff_mult', 'seq_len', 'pos')
+_MODEL_KEYS = ('emb', 'heads', 'depth', 'dec_depth', 'mult', 'seq_len', 'pos')
 
 class Translator:
     "A trained `Seq2SeqTransformer` with its vocabularies: text in, text out"
@@ -210,7 +210,7 @@ def load_translator(path):
     c = ck['config']
     sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
     model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
-                               fast=True, ff_mult=c['ff_mult'], dec_depth=c['dec_depth'])
+                               fast=True, mult=c.get('mult', c.get('ff_mult', 4)), dec_depth=c['dec_depth'])   # ff_mult: files of 0.x
     model.load_state_dict(ck['state_dict'])
     return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'], c)
 
@@ -236,14 +236,15 @@ def plot_attention(w, keys, queries, ax=None, title=None):
     return ax
 
 # %% ../nbs/31_translate.ipynb #5d2eadd6
-QUICK = dict(emb=128, heads=4, depth=2, dec_depth=None, ff_mult=4, dropout=0.1, smoothing=0.1, seq_len=64, bs=128,
+QUICK = dict(emb=128, heads=4, depth=2, dec_depth=None, mult=4, dropout=0.1, smoothing=0.1, seq_len=64, bs=128,
              epochs=3, lr=2e-3, wd=0.01, min_freq=2, beam=1, pos='sinusoidal')
-FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, ff_mult=4, dropout=0.2, smoothing=0.1, seq_len=64, bs=128,
+FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, mult=4, dropout=0.2, smoothing=0.1, seq_len=64, bs=128,
             epochs=30, lr=7e-4, wd=0.01, min_freq=2, beam=5, pos='sinusoidal')
 
 def translate_config(quick, **overrides):
     "The quick or full training configuration, with `overrides` that are not None"
     cfg = dict(QUICK if quick else FULL)
+    if 'ff_mult' in overrides: overrides['mult'] = overrides.pop('ff_mult')    # the former name of `mult`
     for k, v in overrides.items():
         if k not in cfg: raise ValueError(f"{k}: not a setting of the configuration; expected one of {sorted(cfg)}")
         if v is not None: cfg[k] = v
@@ -275,7 +276,7 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
     test = pairs['test_2016_flickr'][:max_test] if max_test else pairs['test_2016_flickr']
     set_seed(seed)
     dls = translation_dls(pairs, min_freq=cfg['min_freq'], bs=cfg['bs'], seq_len=cfg['seq_len'], device=dev)
-    learn = translation_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['dec_depth'], cfg['ff_mult'],
+    learn = translation_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['dec_depth'], cfg['mult'],
                                 cfg['dropout'], cfg['smoothing'], cfg['wd'], pos=cfg['pos'])
     t1 = time.perf_counter()
     if show: learn.fit_one_cycle(cfg['epochs'], cfg['lr'])
