@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['check_sample', 'sample', 'check_top_k', 'top_k_filter', 'check_top_p', 'top_p_filter', 'min_p_filter',
-           'check_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
+           'validate_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
 
 # %% ../nbs/20_generate.ipynb #756f6e67
 import math, operator, torch, torch.nn.functional as F
@@ -260,7 +260,7 @@ def _integer(name, v):
     except TypeError: raise TypeError(f"{name}: expected an integer, got {type(v).__name__}") from None
 
 # %% ../nbs/20_generate.ipynb #7146b489
-def check_sampling_args(temperature=1.0, top_k=None, top_p=None, min_p=None, greedy=False):
+def validate_sampling_args(temperature=1.0, top_k=None, top_p=None, min_p=None, greedy=False):
     "Validate sampling arguments; errors name the parameter"
     if not isinstance(greedy, bool): raise TypeError(f"greedy: expected True or False, got {type(greedy).__name__}")
     t = _number('temperature', temperature)
@@ -393,7 +393,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
              cuda_graph=None,   # replay each cached one-token step as a CUDA graph (None: on CUDA devices)
             ):
     "The `prompt` followed by `n` new token ids, as a 1-D LongTensor on the prompt's device"
-    check_sampling_args(temperature, top_k, top_p, min_p, greedy)
+    validate_sampling_args(temperature, top_k, top_p, min_p, greedy)
     if _integer('n', n) < 0: raise ValueError(f"n: the number of new tokens must be >= 0, got {n}")
     if generator is not None and seed is not None: raise ValueError("seed: give a generator or a seed, not both")
     emb = getattr(model, 'token_emb', None)

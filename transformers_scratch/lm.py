@@ -29,7 +29,7 @@ from .core import TODO, CheckError, checker, expect, expect_shape, same, default
 from .core import save_checkpoint, load_checkpoint
 from .masks import neg_fill
 from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint
-from .generate import encode_chars, generate_text, check_sampling_args
+from .generate import encode_chars, generate_text, validate_sampling_args
 from .data import shakespeare_text, imdb_sample_df
 from .training import adamw, speed_up, data_parallel, launch_device, is_main_process, single_process
 
@@ -365,7 +365,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                 ):
     "Train (or load) a language model, generate from `prompt`, and return its measured results (None in other ranks than 0)"
     t0 = time.time()
-    check_sampling_args(temperature, top_k, top_p)
+    validate_sampling_args(temperature, top_k, top_p)
     if n is not None and n < 0: raise ValueError(f"n: the number of new tokens must be >= 0, got {n}")
     ck = load_lm(model) if model is not None else None
     if ck is not None:
