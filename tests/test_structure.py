@@ -9,7 +9,7 @@ LIB, NBS = ROOT/'transformers_scratch', ROOT/'nbs'
 # Known violations, to be removed when fixed: lesson 02's `SelfAttention` uses lesson 03's `causal_mask`,
 # `masked_softmax` and `neg_fill`; the fix is to swap the two lessons (02_masks, 03_attention) and renumber the prose.
 KNOWN_LATER_IMPORTS = {'attention imports masks', '02_attention.ipynb imports masks'}
-MODEL_MODULES = ['selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm']
+MODEL_MODULES = ['runtime', 'selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm']
 
 def _nb_order():
     "Every lesson notebook in `ls nbs/` order, with the modules it exports to (`#| default_exp`, `#| export name`)"

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'AWD_QUICK', 'CropText', 'cache_dir', 'numericalize_df', 'IdsNumericalize',
-           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'model_device', 'show_text_results',
+           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
            'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'run_classify', 'load_classifier',
-           'predict_text', 'awd_lstm_learner', 'n_params', 'fit_and_score']
+           'predict_text', 'awd_lstm_learner', 'fit_and_score']
 
 # %% ../nbs/11_classify.ipynb #ed611a27
 import os, sys, time, random, warnings, hashlib, json
@@ -27,7 +27,7 @@ from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .core import quick_mode, default_device, set_precision
+from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
@@ -160,12 +160,6 @@ def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
                                       pool=pool, pad_idx=vocab.index('xxpad'), dropout=dropout, fast=fast,
                                       prenorm=prenorm)
     return set_precision(Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw), precision)
-
-# %% ../nbs/11_classify.ipynb #80cfa397
-def model_device(model):
-    "The device of `model`'s parameters (the CPU for a model without any)"
-    p = next(iter(model.parameters()), None)
-    return torch.device('cpu') if p is None else p.device
 
 # %% ../nbs/11_classify.ipynb #c9c85dc1
 def show_text_results(learn, max_n=5, trunc_at=150):
@@ -326,10 +320,6 @@ def awd_lstm_learner(dls, quick=True,
     return set_precision(learn, precision)
 
 # %% ../nbs/11_classify.ipynb #f5e85f03
-def n_params(model):
-    "Number of trainable parameters of `model`"
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
 def fit_and_score(learn, epochs, lr, wd=None, show=False,
                   validate_at_end=False,  # validate only after the last epoch (`ValidateAtEnd`), and time it apart
                  ):

@@ -9,6 +9,7 @@ __all__ = ['check_sample', 'sample', 'check_top_k', 'top_k_filter', 'check_top_p
 # %% ../nbs/20_generate.ipynb #756f6e67
 import math, operator, torch, torch.nn.functional as F
 from .core import TODO, CheckError, checker, expect, expect_shape, same
+from .runtime import evaluating
 
 # %% ../nbs/20_generate.ipynb #615b52d2
 from .core import call_checked, expect_like, expect_rate, rand, randint
@@ -406,9 +407,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
     dev, L = next(model.parameters()).device, model.seq_len
     if seed is not None: generator = torch.Generator(device=dev).manual_seed(_integer('seed', seed))
     if cuda_graph is None: cuda_graph = dev.type == 'cuda'
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):                                                      # no dropout; the mode is restored
         seq = prompt.to(dev)
         kv = KVCache(model) if cache else None
         logits = model(seq[-L:][None], cache=kv)[0, -1]                          # prefill: (v,)
@@ -424,7 +423,6 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
             else:                                                                 # no cache, or the window slides
                 if cache: kv.reset()
                 logits = model(seq[-L:][None], cache=kv)[0, -1]
-    finally: model.train(was_training)
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
 # %% ../nbs/20_generate.ipynb #098e8ff1

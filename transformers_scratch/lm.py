@@ -25,10 +25,11 @@ from fastai.metrics import AvgLoss, Perplexity, accuracy
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
+from .core import TODO, CheckError, checker, expect, expect_shape, same
+from .runtime import default_device, set_precision, evaluating
 from .core import save_checkpoint, load_checkpoint
 from .masks import neg_fill
-from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint
+from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint, attention_maps
 from .generate import encode_chars, generate_text, validate_sampling_args
 from .data import shakespeare_text, imdb_sample_df
 from .training import adamw, speed_up, data_parallel, launch_device, is_main_process, single_process
@@ -237,18 +238,7 @@ def layer_attention(model,     # a `GenerationTransformer`
                     layer=0,   # which block
                    ):
     "The causal attention weights (b, h, t, t) of block `layer` of `model` on the token ids `x`"
-    was = model.training
-    model.eval()
-    try:
-        t = x.size(1)
-        h = model.token_emb(x) + model.pos_emb(torch.arange(t, device=x.device))[None]
-        for blk in model.blocks[:layer]: h = blk(h)
-        blk = model.blocks[layer]
-        att, fast = blk.attention, blk.attention.fast
-        att.fast = False          # `SelfAttention.weights` builds the causal mask on the explicit path
-        try: return att.weights(blk.norm1(h) if blk.prenorm else h)
-        finally: att.fast = fast
-    finally: model.train(was)
+    return attention_maps(model, x)[layer][1]          # lesson 06's `attention_maps`: every layer's, by hooks
 
 # %% ../nbs/21_lm.ipynb #36d03c00
 class BitsPerChar(AvgLoss):

@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['TRUNK_VERSION', 'validate_tokens', 'Trunk', 'HasTrunk', 'trunk_keys', 'upgrade_checkpoint',
-           'ClassificationTransformer', 'GenerationTransformer']
+           'ClassificationTransformer', 'GenerationTransformer', 'attention_maps']
 
 # %% ../nbs/06_models.ipynb #0f405170
-import torch, torch.nn as nn
+import inspect, torch, torch.nn as nn
+from .runtime import evaluating
 from .block import TransformerBlock
 from .positions import PositionEmbedding, positions_from_pad
 from .masks import neg_fill
@@ -157,3 +158,23 @@ class GenerationTransformer(HasTrunk, nn.Module):
                ):
         "(b, t) token ids -> (b, t, n_tokens) next-token logits"
         return self.toprobs(self.trunk(x, cache))
+
+# %% ../nbs/06_models.ipynb #53ed02b4
+@torch.no_grad()
+def attention_maps(model,       # any model made of attention modules with a `weights` method
+                   *args, **kwargs,   # the model's inputs
+                  ):
+    "`(name, weights)` of every attention layer of `model` as it runs on `args`, in call order; weights (b, h, t_q, t_k)"
+    names = {mod: n for n, mod in model.named_modules()}
+    seen = []
+    hooks = [mod.register_forward_pre_hook(lambda mod, a, kw: seen.append((mod, a, kw)), with_kwargs=True)
+             for mod in model.modules() if callable(getattr(mod, 'weights', None)) and mod is not model]
+    try:
+        with evaluating(model): model(*args, **kwargs)
+    finally:
+        for h in hooks: h.remove()
+    out = []
+    for mod, a, kw in seen:
+        n = len(inspect.signature(mod.weights).parameters)                # the inputs of `weights`: the forward's, less the cache
+        out.append((names[mod], mod.weights(*a[:n], **{k: v for k, v in kw.items() if k != 'cache'})))
+    return out

@@ -24,11 +24,12 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
+from .core import save_checkpoint, load_checkpoint
+from .runtime import quick_mode, default_device, set_precision, n_params
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import text_dls, n_params
+from .classify import text_dls
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'

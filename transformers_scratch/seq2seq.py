@@ -18,6 +18,8 @@ from .block import TransformerBlock, feedforward
 from .positions import PositionEmbedding
 from .models import validate_tokens
 from .generate import KVCache, _integer
+from .runtime import evaluating
+from .models import attention_maps as _attention_maps
 
 # %% ../nbs/30_seq2seq.ipynb #01e6c762
 # @title check_valid_lens
@@ -586,14 +588,12 @@ def _train_ref(model, src, max_len, bos):
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, bos_idx=2, eos_idx=3):
     "1-D LongTensor: the most likely target ids for the 1-D source `src`, one token at a time, without BOS and EOS"
-    was = model.training
-    model.eval()
     ys = torch.tensor([[bos_idx]], device=src.device)                      # (1, 1)
-    for _ in range(max_len):
-        nxt = model(src[None], ys)[0, -1].argmax()                         # the last position's most likely token
-        if nxt == eos_idx: break
-        ys = torch.cat([ys, nxt.view(1, 1)], 1)
-    model.train(was)
+    with evaluating(model):                                                # no dropout; the mode is restored, even on errors
+        for _ in range(max_len):
+            nxt = model(src[None], ys)[0, -1].argmax()                     # the last position's most likely token
+            if nxt == eos_idx: break
+            ys = torch.cat([ys, nxt.view(1, 1)], 1)
     return ys[0, 1:]
 
 # %% ../nbs/30_seq2seq.ipynb #0cd12de5
@@ -662,28 +662,14 @@ def translate(model,          # a trained `Seq2SeqTransformer`
     if src.numel() > model.seq_len:
         raise ValueError(f"src: {src.numel()} tokens is longer than the model's seq_len={model.seq_len}")
     _ids('src', src[None], model.seq_len)
-    was = model.training
-    model.eval()
-    try: return translate_batch(model, src[None].to(next(model.parameters()).device), max_len, bos_idx, eos_idx, beam,
-                                cache)[0].to(src.device)
-    finally: model.train(was)
+    with evaluating(model):
+        return translate_batch(model, src[None].to(next(model.parameters()).device), max_len, bos_idx, eos_idx, beam,
+                               cache)[0].to(src.device)
 
 # %% ../nbs/30_seq2seq.ipynb #5aee17a7
-@torch.no_grad()
 def attention_maps(model, src, tgt):
     "Dict of lists (one per layer) of weights (b, h, t_q, t_k): 'encoder', 'self' (decoder) and 'cross'"
-    seen = []
-    hooks = [mod.register_forward_pre_hook(lambda mod, a, kw: seen.append((mod, a, kw)), with_kwargs=True)
-             for mod in model.modules() if isinstance(mod, (SelfAttention, CrossAttention))]
-    was = model.training
-    model.eval()
-    try: model(src, tgt)
-    finally:
-        for h in hooks: h.remove()
-        model.train(was)
     out = {'encoder': [], 'self': [], 'cross': []}
-    for mod, a, kw in seen:
-        n = 3 if isinstance(mod, CrossAttention) else 2
-        w = mod.weights(*a[:n], **{k: v for k, v in kw.items() if k != 'cache'})
-        out['cross' if n == 3 else 'self' if mod.causal else 'encoder'].append(w)
+    for name, w in _attention_maps(model, src, tgt):                       # lesson 06: every attention layer, by hooks
+        out['cross' if name.endswith('cross_attention') else 'self' if name.startswith('decoder.') else 'encoder'].append(w)
     return out
