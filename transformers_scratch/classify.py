@@ -236,7 +236,7 @@ class ValidateAtEnd(Callback):
         self.start = None
 
 # %% ../nbs/11_classify.ipynb #dbac28b6
-def _check_args(data, epochs, emb, heads, pos):
+def _validate_args(data, epochs, emb, heads, pos):
     if isinstance(data, str) and data not in DATAFRAMES:
         raise ValueError(f"data: unknown dataset {data!r}; expected one of {sorted(DATAFRAMES)}")
     if epochs is not None and epochs < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {epochs}")
@@ -254,7 +254,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
                  cache=True,          # cache the token ids on disk (`numericalize_df`)
                 ):
     "Train a `ClassificationTransformer` on `data`, export the learner, return the results as a dict"
-    if isinstance(data, str) and data not in DATAFRAMES: _check_args(data, 1, 1, 1, pos)
+    if isinstance(data, str) and data not in DATAFRAMES: _validate_args(data, 1, 1, 1, pos)
     df = None if isinstance(data, str) else data
     name = data if df is None else 'custom'
     n_train = int((~df.is_valid.astype(bool)).sum()) if df is not None and 'is_valid' in df else 0
@@ -262,7 +262,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     cfg = dict(QUICK if quick else full)
     for k, v in dict(epochs=epochs, emb=emb, heads=heads, depth=depth, seq_len=seq_len, lr=lr).items():
         if v is not None: cfg[k] = v
-    _check_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
+    _validate_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
     dev = launch_device()   # this process's own GPU under a multi-process launcher (torchrun), else default_device()
     if not quick and dev.type == 'cpu' and name != 'imdb_sample':
         print("tfs: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes",

@@ -292,7 +292,7 @@ def next_token(logits,          # (..., v) logits of the last position
     return sample(z, 1.0, generator)
 
 # %% ../nbs/20_generate.ipynb #c14136b6
-def _check_prompt(prompt, n_tokens=None):
+def _validate_prompt(prompt, n_tokens=None):
     if not isinstance(prompt, torch.Tensor):
         raise TypeError(f"prompt: expected a 1-D LongTensor of token ids, got {type(prompt).__name__}; use torch.tensor(ids)")
     if prompt.dtype.is_floating_point or prompt.dtype.is_complex or prompt.dtype == torch.bool:
@@ -399,7 +399,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
     if generator is not None and seed is not None: raise ValueError("seed: give a generator or a seed, not both")
     emb = getattr(model, 'token_emb', None)
     v = emb.num_embeddings if emb is not None else None
-    prompt = _check_prompt(prompt, v)
+    prompt = _validate_prompt(prompt, v)
     exclude = sorted({_integer('exclude', i) for i in (exclude or ())})
     if exclude and (exclude[0] < 0 or (v is not None and (exclude[-1] >= v or len(exclude) >= v))):
         raise ValueError(f"exclude: expected ids in [0, {v}) that leave some token to generate, got {exclude[:10]}")
