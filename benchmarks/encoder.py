@@ -8,7 +8,7 @@ interleaved rounds so both see the same machine load. Prints tokens/s for each a
 """
 import argparse, json, platform, time, torch, torch.nn as nn
 from transformers_scratch.block import TransformerBlock
-from transformers_scratch.core import default_device
+from transformers_scratch.runtime import default_device
 
 class Ours(nn.Module):
     def __init__(self, a, fast):

@@ -21,7 +21,7 @@
 The last line is a JSON object with every number and the machine it came from.
 """
 import argparse, json, os, platform, time, torch, torch.nn as nn, torch.nn.functional as F
-from transformers_scratch.core import default_device
+from transformers_scratch.runtime import default_device
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import generate
 
@@ -105,7 +105,7 @@ def bench_train(a, dev):
     vs a plain PyTorch loop (`torch.compile`, bf16 autocast on GPUs of compute capability >= 8, fused AdamW), same model,
     batch, gradient clipping and random windows of one text, interleaved rounds"""
     from fastai.torch_core import set_seed
-    from transformers_scratch.core import precision_for
+    from transformers_scratch.runtime import precision_for
     from transformers_scratch.lm import char_dls, lm_learner
     from transformers_scratch.training import has_fused_adamw
     from fastai.callback.core import Callback

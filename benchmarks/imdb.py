@@ -16,7 +16,7 @@ split into tokenizing, training and evaluating.
 import argparse, json, os, platform, statistics, sys, time
 import torch
 from fastai.torch_core import set_seed
-from transformers_scratch.core import default_device
+from transformers_scratch.runtime import default_device
 from transformers_scratch.data import imdb_sample_df, imdb_df
 from transformers_scratch.classify import (text_dls, classifier_learner, awd_lstm_learner, fit_and_score, QUICK, FULL,
                                            cache_dir)

@@ -4,7 +4,7 @@ No GPU here, so a stand-in plays the model on another device: its first paramete
 and it refuses any input that is not there, as a CUDA model refuses a CPU batch. Before the fix, the helpers below fed
 the batch as it came, which is how `padding_invariance_gap(learn.model, b)` crashed 12_imdb on a GPU."""
 import pytest, torch, torch.nn as nn
-import transformers_scratch.core as core
+import transformers_scratch.runtime as runtime
 from fastai.learner import Learner
 from fastai.callback.fp16 import MixedPrecision
 from fastai.torch_core import set_seed
@@ -71,7 +71,7 @@ def test_helpers_agree_with_a_cpu_model(dls):
 @pytest.mark.parametrize('precision', ['fp16', 'bf16'])
 def test_learners_take_the_precision_of_the_device(dls, monkeypatch, precision):
     "classifier_learner and awd_lstm_learner ask `precision_for` (monkeypatched: a T4 says fp16, an H100 bf16)"
-    monkeypatch.setattr(core, 'precision_for', lambda device=None, capability=None: precision)
+    monkeypatch.setattr(runtime, 'precision_for', lambda device=None, capability=None: precision)
     for make in (lambda: classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24), lambda: awd_lstm_learner(dls)):
         learn = make()
         cbs = [cb for cb in learn.cbs if isinstance(cb, MixedPrecision)]

@@ -120,6 +120,13 @@ def test_check_prenorm_block():
 
 
 # --- the block uses the two functions ------------------------------------------------------------------------------
+class _CatCache:
+    "A layer cache of the protocol `SelfAttention` takes (`update(k, v, pad_mask)`), growing with torch.cat"
+    k = v = None
+    def update(self, k, v, pad_mask=None):
+        self.k, self.v = (k, v) if self.k is None else (torch.cat([self.k, k], 2), torch.cat([self.v, v], 2))
+        return self.k, self.v, pad_mask
+
 def test_block_forward_is_the_exercise_functions():
     torch.manual_seed(0)
     x, pad = torch.randn(2, 5, 16), torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]]).bool()
@@ -127,7 +134,7 @@ def test_block_forward_is_the_exercise_functions():
         blk = TransformerBlock(16, 4, causal=True, prenorm=pre).eval()
         f = prenorm_block if pre else postnorm_block
         assert torch.allclose(blk(x, pad), f(blk, x, pad))
-        cache = {}                                           # the cache goes through to the attention
+        cache = _CatCache()                                  # the cache goes through to the attention
         steps = torch.cat([blk(x[:, :3], cache=cache), blk(x[:, 3:], cache=cache)], 1)
         assert torch.allclose(steps, blk(x), atol=1e-5)
 

@@ -63,8 +63,8 @@ def d(tmp_path_factory):
     words = 'ein hund der die das im park läuft a dog runs in the park man frau'.split()
     sv, tv = Vocab(SPECIALS + words), Vocab(SPECIALS + words[::-1])
     torch.manual_seed(0)
-    m = Seq2SeqTransformer(16, 2, 1, 12, len(sv), len(tv), PAD, PAD, pos='sinusoidal', fast=True, ff_mult=2).eval()
-    save_translator(Translator(m, sv, tv, 'de', 'en', dict(emb=16, heads=2, depth=1, dec_depth=None, ff_mult=2, seq_len=12,
+    m = Seq2SeqTransformer(16, 2, 1, 12, len(sv), len(tv), PAD, PAD, pos='sinusoidal', fast=True, mult=2).eval()
+    save_translator(Translator(m, sv, tv, 'de', 'en', dict(emb=16, heads=2, depth=1, dec_depth=None, mult=2, seq_len=12,
                                                           pos='sinusoidal')), d/'tr.pt')
     # a tiny encoder, as `tfs pretrain` saves it
     mlm = MaskedLMTransformer(16, 2, 1, 16, len(SPECIALS) + 3 + len(words), pad_idx=1, fast=True)

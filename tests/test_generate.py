@@ -58,7 +58,8 @@ def test_cache_logits_match_a_full_pass():
     "Each step's logits with the cache equal those of running the model on the whole window"
     m = model(seq_len=64)
     seq = generate(m, PROMPT, 20, greedy=True)
-    c = m.new_cache()
+    from transformers_scratch.generate import KVCache
+    c = KVCache(m)
     steps = [m(seq[None, :7], cache=c)[0, -1]] + [m(seq[None, i:i + 1], cache=c)[0, -1] for i in range(7, 26)]
     full = [m(seq[None, :i + 1])[0, -1] for i in range(6, 26)]
     torch.testing.assert_close(torch.stack(steps), torch.stack(full), atol=1e-5, rtol=1e-4)

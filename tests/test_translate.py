@@ -14,7 +14,7 @@ def model(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, tgt_tokens=30, se
 def ids(*shape, lo=4, hi=30, seed=0):
     return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
 
-VARIANTS = [dict(), dict(fast=True), dict(prenorm=False), dict(pos='learned', tie=False), dict(dec_depth=1, ff_mult=2)]
+VARIANTS = [dict(), dict(fast=True), dict(prenorm=False), dict(pos='learned', tie=False), dict(dec_depth=1, mult=2)]
 
 # --- the model -----------------------------------------------------------------------------------------------------
 
@@ -239,3 +239,8 @@ def test_cli_train_save_load_translate(tmp_path, monkeypatch, capsys):
     (tmp_path/'junk.pt').write_text('junk')
     code, out, err = tfs('translate', '--model', str(tmp_path/'junk.pt'), 'Ein Hund.', capsys=capsys)
     assert code == 2 and 'not a model' in err
+
+def test_ff_mult_is_a_deprecated_alias_of_mult():
+    a, b = Seq2SeqTransformer(16, 4, 1, 12, 20, 22, ff_mult=2), Seq2SeqTransformer(16, 4, 1, 12, 20, 22, mult=2)
+    assert {k: v.shape for k, v in a.state_dict().items()} == {k: v.shape for k, v in b.state_dict().items()}
+    assert a.decoder[0].ff[0].out_features == 32

@@ -206,16 +206,7 @@ class SelfAttention(nn.Module):
         if pad_mask is not None:
             if pad_mask.shape != (b, t): raise ValueError(f"pad_mask: expected shape {(b, t)}, got {tuple(pad_mask.shape)}")
             pad_mask = pad_mask.bool()
-        if cache is not None and not isinstance(cache, dict):   # a preallocated `KVCache` (lesson 20) writes in place
-            k, v, pad_mask = cache.update(k, v, pad_mask)        # all keys so far, and which of them are real
-        elif cache is not None:  # incremental decoding: keys and values of earlier positions are reused
-            if 'k' in cache:
-                k, v = torch.cat([cache['k'], k], 2), torch.cat([cache['v'], v], 2)
-                if pad_mask is not None or 'pad' in cache:
-                    old = cache.get('pad', torch.ones(b, cache['k'].size(2), dtype=torch.bool, device=x.device))
-                    pad_mask = torch.cat([old, pad_mask if pad_mask is not None else torch.ones(b, t, dtype=torch.bool, device=x.device)], 1)
-            cache['k'], cache['v'] = k, v
-            if pad_mask is not None: cache['pad'] = pad_mask
+        if cache is not None: k, v, pad_mask = cache.update(k, v, pad_mask)   # all keys so far, and which of them are real
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
         if self.causal and (mask is not None or tk != t or not self.fast):
@@ -225,7 +216,7 @@ class SelfAttention(nn.Module):
 
     def forward(self, x,              # (b, t, e)
                 pad_mask=None,        # (b, t) bool, True at real tokens
-                cache=None,           # dict for incremental decoding: keys/values of earlier calls are kept here
+                cache=None,           # a layer cache for incremental decoding: `k, v, pad_mask = cache.update(k, v, pad_mask)`
                ):
         "(b, t, e) -> (b, t, e)"
         q, k, v, mask = self._qkv(x, pad_mask, cache)

@@ -4,10 +4,9 @@
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'AWD_QUICK', 'CropText', 'cache_dir', 'numericalize_df', 'IdsNumericalize',
-           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'model_device', 'show_text_results',
+           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
            'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'device_memory', 'training_bytes',
-           'run_classify', 'save_classifier', 'load_classifier', 'predict_text', 'awd_lstm_learner', 'n_params',
-           'fit_and_score']
+           'run_classify', 'save_classifier', 'load_classifier', 'predict_text', 'awd_lstm_learner', 'fit_and_score']
 
 # %% ../nbs/11_classify.ipynb #ed611a27
 import os, sys, time, random, warnings, hashlib, json
@@ -28,8 +27,8 @@ from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint
-from .core import check_output, check_folder, check_config
+from .core import save_checkpoint, load_checkpoint, validate_output, validate_folder, validate_config
+from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
@@ -160,22 +159,17 @@ def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
                        pos='learned',     # 'learned' or 'sinusoidal' positions
                        pool='mean',       # 'mean' or 'max' pooling over the real tokens
                        dropout=0.1, fast=True,
+                       prenorm=False,     # post-norm blocks: the configuration `tfs classify` was measured with
                        precision='auto',  # 'auto' (bf16 or fp16 on a GPU, fp32 on a CPU), 'bf16', 'fp16' or 'fp32'
                        **kw):
     "A fastai `Learner` training a `ClassificationTransformer` on text `dls`; `kw` go to `Learner`"
     vocab = dls.vocab[0]
     config = dict(emb=emb, heads=heads, depth=depth, seq_len=seq_len, pos=pos, pool=pool, pad_idx=vocab.index('xxpad'),
-                  dropout=dropout, fast=fast, prenorm=False)
+                  dropout=dropout, fast=fast, prenorm=prenorm)
     model = ClassificationTransformer(n_tokens=len(vocab), n_classes=dls.c, **config)
     learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw)
     learn.model_config = config   # what `save_classifier` writes next to the weights
     return set_precision(learn, precision)
-
-# %% ../nbs/11_classify.ipynb #80cfa397
-def model_device(model):
-    "The device of `model`'s parameters (the CPU for a model without any)"
-    p = next(iter(model.parameters()), None)
-    return torch.device('cpu') if p is None else p.device
 
 # %% ../nbs/11_classify.ipynb #c9c85dc1
 def show_text_results(learn, max_n=5, trunc_at=150):
@@ -252,7 +246,7 @@ class ValidateAtEnd(Callback):
         self.start = None
 
 # %% ../nbs/11_classify.ipynb #dbac28b6
-def _check_args(data, epochs, emb, heads, pos):
+def _validate_args(data, epochs, emb, heads, pos):
     if isinstance(data, str) and data not in DATAFRAMES:
         raise ValueError(f"data: unknown dataset {data!r}; expected one of {sorted(DATAFRAMES)}")
     if epochs is not None and epochs < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {epochs}")
@@ -298,7 +292,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
                  cache=True,          # cache the token ids on disk (`numericalize_df`)
                 ):
     "Train a `ClassificationTransformer` on `data`, save it with `save_classifier`, return the results as a dict"
-    if isinstance(data, str) and data not in DATAFRAMES: _check_args(data, 1, 1, 1, pos)
+    if isinstance(data, str) and data not in DATAFRAMES: _validate_args(data, 1, 1, 1, pos)
     df = None if isinstance(data, str) else data
     name = data if df is None else 'custom'
     n_train = int((~df.is_valid.astype(bool)).sum()) if df is not None and 'is_valid' in df else 0
@@ -306,12 +300,12 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     cfg = dict(QUICK if quick else full)
     for k, v in dict(epochs=epochs, emb=emb, heads=heads, depth=depth, seq_len=seq_len, lr=lr).items():
         if v is not None: cfg[k] = v
-    _check_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
+    _validate_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
     dev = launch_device()   # this process's own GPU under a multi-process launcher (torchrun), else default_device()
     _check_precision(precision, dev)
     _check_size(cfg, dev)
-    out = check_output(out or f'models/classify-{name}.pt', 'out').absolute()   # before the work, not after it
-    if cache: check_folder(cache_dir() if cache is True else cache, 'TFS_CACHE' if cache is True else 'cache')
+    out = validate_output(out or f'models/classify-{name}.pt', 'out').absolute()   # before the work, not after it
+    if cache: validate_folder(cache_dir() if cache is True else cache, 'TFS_CACHE' if cache is True else 'cache')
     if not quick and dev.type == 'cpu' and name != 'imdb_sample':
         print("tfs: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes",
               file=sys.stderr)
@@ -369,7 +363,7 @@ def _checked(ck, p):
     if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab): raise bad('vocab')
     if not isinstance(classes, list) or not classes or not all(isinstance(w, str) for w in classes): raise bad('classes')
     if not isinstance(crop, dict) or not isinstance(crop.get('seq_len'), int) or crop.get('keep') not in ('end', 'start', 'both'): raise bad('crop')
-    check_config(c, len(vocab), p, 'model', 'a classifier saved by `tfs classify --out`')
+    validate_config(c, len(vocab), p, 'model', 'a classifier saved by `tfs classify --out`')
     return c, vocab, classes, crop
 
 def load_classifier(model_path,   # a file written by `save_classifier` (`tfs classify --out`)
@@ -415,10 +409,6 @@ def awd_lstm_learner(dls, quick=True,
     return set_precision(learn, precision)
 
 # %% ../nbs/11_classify.ipynb #f5e85f03
-def n_params(model):
-    "Number of trainable parameters of `model`"
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
 def fit_and_score(learn, epochs, lr, wd=None, show=False,
                   validate_at_end=False,  # validate only after the last epoch (`ValidateAtEnd`), and time it apart
                  ):

@@ -96,7 +96,7 @@ MIN_TEMPERATURE = 1e-4   # as `lm.MIN_TEMPERATURE`: below it logits / temperatur
 
 def _validate(a):
     "Check the arguments, and that the outputs can be written, before any work"
-    from transformers_scratch.core import check_output, check_folder
+    from transformers_scratch.core import validate_output, validate_folder
     if a.cmd == 'classify' and a.emb and a.heads and a.emb % a.heads:
         raise CLIError(f"tfs classify: error: --heads ({a.heads}) must divide --emb ({a.emb})")
     if a.cmd == 'predict' and not a.text.strip(): raise CLIError("tfs predict: error: the text to classify is empty")
@@ -111,11 +111,11 @@ def _validate(a):
     if a.cmd == 'translate': _translate_validate(a)
     out = getattr(a, 'out', None)
     if a.cmd in ('classify', 'generate', 'translate', 'pretrain') and out is not None:
-        try: check_output(out, '--out')
+        try: validate_output(out, '--out')
         except ValueError as e: raise CLIError(f"tfs {a.cmd}: error: {e}") from None
     if a.cmd == 'classify' and not a.encoder:
         from transformers_scratch.classify import cache_dir
-        try: check_folder(cache_dir(), 'TFS_CACHE')
+        try: validate_folder(cache_dir(), 'TFS_CACHE')
         except ValueError as e: raise CLIError(f"tfs classify: error: {e} (TFS_CACHE is where tokenized texts are cached)") from None
 
 

@@ -4,11 +4,12 @@
 
 # %% auto #0
 __all__ = ['check_sample', 'sample', 'check_top_k', 'top_k_filter', 'check_top_p', 'top_p_filter', 'min_p_filter',
-           'check_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
+           'validate_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
 
 # %% ../nbs/20_generate.ipynb #756f6e67
 import math, operator, torch, torch.nn.functional as F
 from .core import TODO, CheckError, checker, expect, expect_shape, same
+from .runtime import evaluating
 
 # %% ../nbs/20_generate.ipynb #615b52d2
 from .core import call_checked, expect_like, expect_rate, rand, randint
@@ -260,7 +261,7 @@ def _integer(name, v):
     except TypeError: raise TypeError(f"{name}: expected an integer, got {type(v).__name__}") from None
 
 # %% ../nbs/20_generate.ipynb #7146b489
-def check_sampling_args(temperature=1.0, top_k=None, top_p=None, min_p=None, greedy=False):
+def validate_sampling_args(temperature=1.0, top_k=None, top_p=None, min_p=None, greedy=False):
     "Validate sampling arguments; errors name the parameter"
     if not isinstance(greedy, bool): raise TypeError(f"greedy: expected True or False, got {type(greedy).__name__}")
     t = _number('temperature', temperature)
@@ -291,7 +292,7 @@ def next_token(logits,          # (..., v) logits of the last position
     return sample(z, 1.0, generator)
 
 # %% ../nbs/20_generate.ipynb #c14136b6
-def _check_prompt(prompt, n_tokens=None):
+def _validate_prompt(prompt, n_tokens=None):
     if not isinstance(prompt, torch.Tensor):
         raise TypeError(f"prompt: expected a 1-D LongTensor of token ids, got {type(prompt).__name__}; use torch.tensor(ids)")
     if prompt.dtype.is_floating_point or prompt.dtype.is_complex or prompt.dtype == torch.bool:
@@ -304,41 +305,54 @@ def _check_prompt(prompt, n_tokens=None):
 
 # %% ../nbs/20_generate.ipynb #5a7c0b12
 class KVCache:
-    "Keys and values of every block of `model` in preallocated (b, h, seq_len, s) tensors, written in place"
-    def __init__(self, model, b=1, dtype=None, device=None):
-        p = next(model.parameters())
-        dtype, device = dtype or p.dtype, device or p.device
-        self.seq_len, self.n, self.static = model.seq_len, 0, False
-        self.pos = torch.zeros(1, dtype=torch.long, device=device)   # static mode: where the one new token goes
-        self.slots = torch.arange(self.seq_len, device=device)
-        self.layers = []
-        for blk in model.blocks:
-            a = blk.attention
-            shape = (b, a.heads, self.seq_len, a.tokeys.out_features // a.heads)
-            self.layers.append(_LayerCache(self, torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device)))
+    "Keys and values of `layers` attention layers for up to `seq_len` positions, in tensors allocated once and written in place"
+    def __init__(self, model,           # a model with `seq_len` and `blocks` (a `GenerationTransformer`), or a number of layers
+                 seq_len=None,          # with a number of layers: the longest sequence to cache
+                ):
+        n = model if isinstance(model, int) else len(model.blocks)
+        self.seq_len = seq_len if isinstance(model, int) else model.seq_len
+        self.n, self.static, self.pos, self.slots = 0, False, None, None
+        self.layers = [_LayerCache(self) for _ in range(n)]
     def __len__(self): return len(self.layers)
     def __getitem__(self, i): return self.layers[i]
-    def reset(self): self.n = 0
+    def reset(self):
+        "Forget every position (and the fixed keys): the next call starts a new sequence"
+        self.n = 0
+        for l in self.layers: l.memory = None
+    def reorder(self, rows):
+        "Keep the rows `rows` of the batch (in that order), as beam search does when it picks the surviving hypotheses"
+        for l in self.layers: l.reorder(rows)
     def positions(self, x):
-        "The positions of the new tokens `x` (b, t); in eager mode they are taken (`n` moves on)"
+        "The positions (t,) of the new tokens `x` (b, t); in eager mode they are taken (`n` moves on)"
         if self.static: return self.pos
         t = x.size(-1)
         if self.n + t > self.seq_len:
             raise ValueError(f"x: {self.n} cached + {t} new positions are more than the model's seq_len={self.seq_len}; reset() the cache")
+        if self.pos is None or self.pos.device != x.device:    # static mode: where the one new token goes
+            self.pos, self.slots = torch.zeros(1, dtype=torch.long, device=x.device), torch.arange(self.seq_len, device=x.device)
         self.start, self.n = self.n, self.n + t
         return torch.arange(self.start, self.n, device=x.device)
 
 class _LayerCache:
-    "One block's slots in a `KVCache`: `update` stores the new keys and values and returns all of them"
-    def __init__(self, kv, k, v): self.kv, self.k, self.v = kv, k, v
+    "One layer's slots in a `KVCache`: `update` stores the new keys and values and returns all of them; `fixed` computes once"
+    def __init__(self, kv): self.kv, self.k, self.v, self.memory = kv, None, None, None
     def update(self, k, v, pad_mask=None):   # k, v: (b, h, t, s) of the new positions
-        if pad_mask is not None: raise ValueError("pad_mask: a KVCache holds unpadded sequences; use a cache dict for padded ones")
+        if pad_mask is not None: raise ValueError("pad_mask: a KVCache holds unpadded sequences")
         kv = self.kv
+        if self.k is None or self.k.shape[:2] + self.k.shape[3:] != k.shape[:2] + k.shape[3:] or self.k.dtype != k.dtype:
+            shape = (k.size(0), k.size(1), kv.seq_len, k.size(3))            # (b, h, seq_len, s), allocated once
+            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
         if kv.static:                        # one new token at position kv.pos; all seq_len slots, the unwritten ones masked
             self.k.index_copy_(2, kv.pos, k); self.v.index_copy_(2, kv.pos, v)
             return self.k, self.v, (kv.slots <= kv.pos).expand(k.size(0), -1)
         self.k[:, :, kv.start:kv.n] = k; self.v[:, :, kv.start:kv.n] = v
         return self.k[:, :, :kv.n], self.v[:, :, :kv.n], None
+    def fixed(self, compute):                # keys and values that do not change while decoding, such as the encoder's
+        if self.memory is None: self.memory = compute()
+        return self.memory
+    def reorder(self, rows):
+        if self.k is not None: self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+        if self.memory is not None: self.memory = tuple(m.index_select(0, rows) for m in self.memory)
 
 class _GraphStep:
     "One decoding step of `model` with `kv` (one token at position `kv.n`), recorded as a CUDA graph and replayed"
@@ -366,18 +380,9 @@ class _GraphStep:
         self.kv.n += 1
         return self.logits
 
-# %% ../nbs/20_generate.ipynb #06ae8be3
-def _cached_len(cache): return cache.n if isinstance(cache, KVCache) else cache[0]['k'].size(2) if 'k' in cache[0] else 0
-
-def _new_cache(model):
-    "A preallocated `KVCache` for a model made of blocks of `SelfAttention`, else the model's own (dicts)"
-    blocks = getattr(model, 'blocks', None)
-    if blocks is not None and all(hasattr(getattr(b, 'attention', None), 'tokeys') for b in blocks): return KVCache(model)
-    return model.new_cache()
-
 # %% ../nbs/20_generate.ipynb #8af5ecae
 @torch.no_grad()
-def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cache()` and `forward(x, cache)`
+def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks` and `forward(x, cache)`
              prompt,            # 1-D LongTensor of token ids
              n,                 # how many new tokens to generate
              temperature=1.0, top_k=None, top_p=None, min_p=None,
@@ -389,12 +394,12 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cac
              cuda_graph=None,   # replay each cached one-token step as a CUDA graph (None: on CUDA devices)
             ):
     "The `prompt` followed by `n` new token ids, as a 1-D LongTensor on the prompt's device"
-    check_sampling_args(temperature, top_k, top_p, min_p, greedy)
+    validate_sampling_args(temperature, top_k, top_p, min_p, greedy)
     if _integer('n', n) < 0: raise ValueError(f"n: the number of new tokens must be >= 0, got {n}")
     if generator is not None and seed is not None: raise ValueError("seed: give a generator or a seed, not both")
     emb = getattr(model, 'token_emb', None)
     v = emb.num_embeddings if emb is not None else None
-    prompt = _check_prompt(prompt, v)
+    prompt = _validate_prompt(prompt, v)
     exclude = sorted({_integer('exclude', i) for i in (exclude or ())})
     if exclude and (exclude[0] < 0 or (v is not None and (exclude[-1] >= v or len(exclude) >= v))):
         raise ValueError(f"exclude: expected ids in [0, {v}) that leave some token to generate, got {exclude[:10]}")
@@ -402,11 +407,9 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cac
     dev, L = next(model.parameters()).device, model.seq_len
     if seed is not None: generator = torch.Generator(device=dev).manual_seed(_integer('seed', seed))
     if cuda_graph is None: cuda_graph = dev.type == 'cuda'
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):                                                      # no dropout; the mode is restored
         seq = prompt.to(dev)
-        kv = _new_cache(model) if cache else None
+        kv = KVCache(model) if cache else None
         logits = model(seq[-L:][None], cache=kv)[0, -1]                          # prefill: (v,)
         step = None
         new = []
@@ -414,13 +417,12 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `new_cac
             tok = next_token(logits, temperature, top_k, top_p, min_p, greedy, generator, exclude).view(1)
             new.append(tok); seq = torch.cat([seq, tok])
             if i == n - 1: break
-            if cache and _cached_len(kv) < L:                                     # one new position
-                if step is None and cuda_graph and isinstance(kv, KVCache): step = _GraphStep(model, kv)
+            if cache and kv.n < L:                                     # one new position
+                if step is None and cuda_graph: step = _GraphStep(model, kv)
                 logits = step(tok) if step is not None else model(tok[None], cache=kv)[0, -1]
             else:                                                                 # no cache, or the window slides
-                kv = (kv.reset() or kv) if isinstance(kv, KVCache) else model.new_cache() if cache else None
+                if cache: kv.reset()
                 logits = model(seq[-L:][None], cache=kv)[0, -1]
-    finally: model.train(was_training)
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
 # %% ../nbs/20_generate.ipynb #098e8ff1

@@ -25,11 +25,12 @@ from fastai.metrics import AvgLoss, Perplexity, accuracy
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import TODO, CheckError, checker, expect, expect_shape, same, default_device, set_precision
-from .core import save_checkpoint, load_checkpoint, check_output, check_config
+from .core import TODO, CheckError, checker, expect, expect_shape, same
+from .runtime import default_device, set_precision, evaluating
+from .core import save_checkpoint, load_checkpoint, validate_output, validate_config
 from .masks import neg_fill
-from .models import GenerationTransformer
-from .generate import encode_chars, generate_text, check_sampling_args
+from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint, attention_maps
+from .generate import encode_chars, generate_text, validate_sampling_args
 from .data import shakespeare_text, imdb_sample_df
 from .training import adamw, speed_up, data_parallel, launch_device, is_main_process, single_process
 
@@ -237,18 +238,7 @@ def layer_attention(model,     # a `GenerationTransformer`
                     layer=0,   # which block
                    ):
     "The causal attention weights (b, h, t, t) of block `layer` of `model` on the token ids `x`"
-    was = model.training
-    model.eval()
-    try:
-        t = x.size(1)
-        h = model.token_emb(x) + model.pos_emb(torch.arange(t, device=x.device))[None]
-        for blk in model.blocks[:layer]: h = blk(h)
-        blk = model.blocks[layer]
-        att, fast = blk.attention, blk.attention.fast
-        att.fast = False          # `SelfAttention.weights` builds the causal mask on the explicit path
-        try: return att.weights(blk.norm1(h) if blk.prenorm else h)
-        finally: att.fast = fast
-    finally: model.train(was)
+    return attention_maps(model, x)[layer][1]          # lesson 06's `attention_maps`: every layer's, by hooks
 
 # %% ../nbs/21_lm.ipynb #36d03c00
 class BitsPerChar(AvgLoss):
@@ -344,7 +334,7 @@ _FORMAT = 'transformers_scratch.lm/1'
 
 def save_lm(learn, path, data, level, cfg, vocab):
     "Save the model of `learn` with what it takes to use it again"
-    return save_checkpoint(path, _FORMAT, learn.model, data=data, level=level, config={k: cfg[k] for k in _MODEL_KEYS},
+    return save_checkpoint(path, _FORMAT, learn.model, version=TRUNK_VERSION, data=data, level=level, config={k: cfg[k] for k in _MODEL_KEYS},
                            vocab=list(vocab.itos if isinstance(vocab, CharVocab) else vocab.vocab))
 
 def load_lm(path):
@@ -354,8 +344,8 @@ def load_lm(path):
     if (ck['data'] not in DEFAULT_LEVEL or ck['level'] not in ('char', 'word') or not isinstance(c, dict)
         or any(not isinstance(c.get(k), (int, float)) for k in _MODEL_KEYS) or not isinstance(ck['vocab'], list)):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: data, level, config or vocab)")
-    check_config(c, len(ck['vocab']), path, 'model', 'a checkpoint written by `tfs generate --out`')
-    return ck
+    validate_config(c, len(ck['vocab']), path, 'model', 'a checkpoint written by `tfs generate --out`')
+    return upgrade_checkpoint(ck)                                   # keys of files saved before the `Trunk` are mapped
 
 MAX_NEW_TOKENS = 100_000   # `n`'s bound: 6-7 minutes of sampling from the quick char model on 2 busy CPU cores (260 tokens/s)
 MIN_TEMPERATURE = 1e-4     # below it logits / temperature overflow (fp32); for greedy decoding use top_k=1
@@ -374,13 +364,13 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                 ):
     "Train (or load) a language model, generate from `prompt`, and return its measured results (None in other ranks than 0)"
     t0 = time.time()
-    check_sampling_args(temperature, top_k, top_p)
+    validate_sampling_args(temperature, top_k, top_p)
     if temperature < MIN_TEMPERATURE:
         raise ValueError(f"temperature: must be at least {MIN_TEMPERATURE} (smaller ones overflow), got {temperature}; "
                          "for greedy decoding (always the most likely token) use top_k=1")
     if n is not None and not 0 <= n <= MAX_NEW_TOKENS:
         raise ValueError(f"n: the number of new tokens must be in [0, {MAX_NEW_TOKENS:,}], got {n}")
-    if out is not None: out = check_output(out, 'out')          # before the work, not after it
+    if out is not None: out = validate_output(out, 'out')          # before the work, not after it
     ck = load_lm(model) if model is not None else None
     if ck is not None:
         for name, given in (('data', data), ('level', level)):

@@ -10,7 +10,7 @@ __all__ = ['check_mask_tokens', 'mask_tokens', 'check_masked_lm_loss', 'masked_l
 import torch, torch.nn as nn, torch.nn.functional as F
 from .core import (TODO, CheckError, checker, expect, same, diagnose, expect_like, expect_rate,
                                        call_checked, rand)
-from .models import ClassificationTransformer, _build_encoder
+from .models import ClassificationTransformer, Trunk, HasTrunk
 
 # %% ../nbs/40_mlm.ipynb #ac62665a
 # @title check_mask_tokens
@@ -207,7 +207,7 @@ def masked_accuracy(logits,    # (b, t, v), or (n, v) at the selected positions 
     return correct.float() / n.clamp(min=1).float()
 
 # %% ../nbs/40_mlm.ipynb #ff0240cc
-class MaskedLMTransformer(nn.Module):
+class MaskedLMTransformer(HasTrunk, nn.Module):
     "Non-causal transformer encoder with a masked-LM head: (b, t) token ids -> (b, t, n_tokens) logits"
     def __init__(self, emb, heads, depth, seq_len, n_tokens,
                  pad_idx=1,          # padding id: masked out of attention, positions start at the first real token
@@ -218,16 +218,20 @@ class MaskedLMTransformer(nn.Module):
                  tie=True,           # the output layer shares the token embedding matrix
                 ):
         super().__init__()
-        _build_encoder(self, emb, heads, depth, seq_len, n_tokens, pos, pad_idx, dropout, mult, wide, fast, prenorm)
+        self.trunk = Trunk(emb, heads, depth, seq_len, n_tokens, pos, pad_idx, dropout, mult, wide, fast, prenorm)
+        self.seq_len, self.pad_idx = seq_len, pad_idx
         self.head = nn.Sequential(nn.Linear(emb, emb), nn.GELU(), nn.LayerNorm(emb))
         self.toprobs = nn.Linear(emb, n_tokens)
+        t = self.trunk
         with torch.no_grad():
-            nn.init.normal_(self.token_emb.weight, std=0.02)
-            if pad_idx is not None: self.token_emb.weight[pad_idx].zero_()
-            if pos == 'learned': nn.init.normal_(self.pos_emb.emb.weight, std=0.02)
-        if tie: self.toprobs.weight = self.token_emb.weight
+            nn.init.normal_(t.token_emb.weight, std=0.02)
+            if pad_idx is not None: t.token_emb.weight[pad_idx].zero_()
+            if pos == 'learned': nn.init.normal_(t.pos_emb.emb.weight, std=0.02)
+        if tie: self.toprobs.weight = t.token_emb.weight
 
-    encode = ClassificationTransformer.encode   # the classifier's encoder, line for line: (b, t) -> (b, t, e)
+    def encode(self, x):
+        "(b, t) token ids -> (b, t, e): the trunk's output, one vector per position"
+        return self.trunk(x)
 
     def forward(self, x,
                 where=None,   # optional (b, t) bool: return the logits (n, n_tokens) of these positions only

@@ -24,11 +24,12 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import quick_mode, default_device, set_precision, save_checkpoint, load_checkpoint, check_config, check_output
+from .core import save_checkpoint, load_checkpoint, validate_config, validate_output
+from .runtime import quick_mode, default_device, set_precision, n_params
 from .data import imdb_sample_df, imdb_df
-from .models import ClassificationTransformer
+from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import text_dls, n_params, save_classifier
+from .classify import text_dls, save_classifier
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -173,14 +174,15 @@ _MODEL_KEYS = ('emb', 'heads', 'depth', 'seq_len', 'dropout')
 def save_encoder(learn, path, cfg, **info):
     "Save the MLM of `learn`, its configuration and its vocabulary to `path`"
     info = {'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab), **info}
-    return save_checkpoint(path, _FORMAT, learn.model, **info)
+    return save_checkpoint(path, _FORMAT, learn.model, version=TRUNK_VERSION, **info)
 
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
     p = Path(path)
     ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`",
                          keys=('config', 'vocab'))
-    c = check_config(ck['config'], len(ck['vocab']) if isinstance(ck['vocab'], list) else 0, p, 'encoder', 'an encoder saved by `tfs pretrain`')
+    ck = upgrade_checkpoint(ck, 'encoder')                          # keys of files saved before the `Trunk` are mapped
+    c = validate_config(ck['config'], len(ck['vocab']) if isinstance(ck['vocab'], list) else 0, p, 'encoder', 'an encoder saved by `tfs pretrain`')
     if not isinstance(ck['vocab'], list): raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain` (damaged: vocab)")
     mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
     try: mlm.load_state_dict(ck['state_dict'])
@@ -218,7 +220,7 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     cfg = dict(PRETRAIN_QUICK if quick else PRETRAIN_FULL, **kw)
     if epochs is not None: cfg['epochs'] = epochs
     if cfg['epochs'] < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {cfg['epochs']}")
-    out = check_output(out or f'models/pretrain-{data}.pt', 'out').absolute()   # before the work, not after it
+    out = validate_output(out or f'models/pretrain-{data}.pt', 'out').absolute()   # before the work, not after it
     dev = default_device()
     if not quick and dev.type == 'cpu':
         print("tfs: the full configuration is meant for a GPU; --quick runs in minutes", file=sys.stderr)
@@ -262,7 +264,7 @@ def run_finetune(encoder,                  # a file saved by `run_pretrain`, or 
                  data='imdb_sample', quick=False, epochs=None, out=None, seed=0, vocab_from=None, show=True, lr=None):
     "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
-    if out is not None: out = check_output(out, 'out').absolute()   # before the work, not after it
+    if out is not None: out = validate_output(out, 'out').absolute()   # before the work, not after it
     ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)
     if encoder is None: mlm = None                                   # from scratch, same vocabulary and sizes
     elif data == 'imdb_sample' and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':

@@ -9,14 +9,17 @@ __all__ = ['check_valid_lens', 'valid_lens', 'CrossAttention', 'check_cross_atte
            'translate_batch', 'translate', 'attention_maps']
 
 # %% ../nbs/30_seq2seq.ipynb #2c30bea8
-import math, operator, torch, torch.nn as nn, torch.nn.functional as F
+import math, torch, torch.nn as nn, torch.nn.functional as F
 from .core import (TODO, CheckError, checker, expect, same, expect_shape, expect_like, diagnose,
                                        call_checked, rand, randint, expect_rate)
 from .masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill
 from .attention import SelfAttention, split_heads, merge_heads, attention, attention_weights, fast_attention
 from .block import TransformerBlock, feedforward
 from .positions import PositionEmbedding
-from .models import check_tokens
+from .models import validate_tokens
+from .generate import KVCache, _integer
+from .runtime import evaluating
+from .models import attention_maps as _attention_maps
 
 # %% ../nbs/30_seq2seq.ipynb #01e6c762
 # @title check_valid_lens
@@ -85,10 +88,8 @@ class CrossAttention(nn.Module):
             raise ValueError(f"memory: expected shape ({b}, t_m, {e}), got {tuple(memory.shape)}")
         h = self.heads
         q = split_heads(self.toqueries(x), h)                                    # (b, h, t, s)
-        if cache is not None and 'k' in cache: k, v = cache['k'], cache['v']     # the memory's keys never change
-        else:
-            k, v = split_heads(self.tokeys(memory), h), split_heads(self.tovalues(memory), h)   # (b, h, t_m, s)
-            if cache is not None: cache['k'], cache['v'] = k, v
+        def memory_kv(): return split_heads(self.tokeys(memory), h), split_heads(self.tovalues(memory), h)   # (b, h, t_m, s)
+        k, v = memory_kv() if cache is None else cache.fixed(memory_kv)     # the memory's keys never change: computed once
         mask = None
         if memory_pad_mask is not None:
             if memory_pad_mask.shape != memory.shape[:2]:
@@ -99,7 +100,7 @@ class CrossAttention(nn.Module):
     def forward(self, x,                  # (b, t_x, e) the decoder's positions: the queries
                 memory,                   # (b, t_m, e) the encoder's output: keys and values
                 memory_pad_mask=None,     # (b, t_m) bool, True at real source tokens
-                cache=None,               # dict: the memory's keys and values, computed once while decoding
+                cache=None,               # a layer cache (lesson 20): `cache.fixed(compute)` keeps the memory's keys and values
                ):
         "(b, t_x, e) -> (b, t_x, e)"
         q, k, v, mask = self._qkv(x, memory, memory_pad_mask, cache)
@@ -208,16 +209,18 @@ def cross_attention(ca, x, memory, memory_pad_mask=None):
 class DecoderBlock(nn.Module):
     "Causal self-attention, cross-attention to a memory, and an MLP, each with a residual connection and LayerNorm"
     def __init__(self, emb, heads,        # embedding size, number of heads
-                 ff_mult=4,               # hidden size of the MLP, as a multiple of emb
+                 mult=4,                  # hidden size of the MLP, as a multiple of emb
                  dropout=0.,              # dropout after each sublayer and on the attention weights
                  fast=False,              # `F.scaled_dot_product_attention` in both attentions
                  prenorm=True,            # LayerNorm before each sublayer (else after the residual sum, the original)
+                 ff_mult=None,            # the former name of `mult` (deprecated)
                 ):
         super().__init__()
+        if ff_mult is not None: mult = ff_mult
         self.attention = SelfAttention(emb, heads=heads, causal=True, fast=fast, dropout=dropout)
         self.cross_attention = CrossAttention(emb, heads=heads, dropout=dropout, fast=fast)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(emb), nn.LayerNorm(emb), nn.LayerNorm(emb)
-        self.ff = feedforward(emb, ff_mult, dropout)
+        self.ff = feedforward(emb, mult, dropout)
         self.do = nn.Dropout(dropout)
         self.prenorm = prenorm
 
@@ -225,7 +228,7 @@ class DecoderBlock(nn.Module):
                 memory,                   # (b, t_m, e) the encoder's output
                 pad_mask=None,            # (b, t) bool, True at real target tokens
                 memory_pad_mask=None,     # (b, t_m) bool, True at real source tokens
-                cache=None,               # dict for incremental decoding (keys/values of both attentions)
+                cache=None,               # the block's layer cache for incremental decoding (lesson 20), shared by both attentions
                ):
         "(b, t, e) -> (b, t, e)"
         return decoder_block(self, x, memory, pad_mask, memory_pad_mask, cache)
@@ -305,19 +308,18 @@ def check_decoder_block(fn):
 # @title Solution: decoder_block
 def decoder_block(blk, x, memory, pad_mask=None, memory_pad_mask=None, cache=None):
     "The forward of `DecoderBlock` `blk`: self-attention, cross-attention, MLP, pre-norm or post-norm"
-    sc, cc = (None, None) if cache is None else (cache.setdefault('self', {}), cache.setdefault('cross', {}))
     if blk.prenorm:
-        h = x + blk.do(blk.attention(blk.norm1(x), pad_mask, sc))
-        h = h + blk.do(blk.cross_attention(blk.norm2(h), memory, memory_pad_mask, cc))
+        h = x + blk.do(blk.attention(blk.norm1(x), pad_mask, cache))
+        h = h + blk.do(blk.cross_attention(blk.norm2(h), memory, memory_pad_mask, cache))
         return h + blk.ff(blk.norm3(h))
-    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask, sc)))
-    h = blk.norm2(h + blk.do(blk.cross_attention(h, memory, memory_pad_mask, cc)))
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask, cache)))
+    h = blk.norm2(h + blk.do(blk.cross_attention(h, memory, memory_pad_mask, cache)))
     return blk.norm3(h + blk.ff(h))
 
 # %% ../nbs/30_seq2seq.ipynb #e55c7d7a
 def _ids(name, x, seq_len, offset=0):
-    "`check_tokens`, with the argument's name in the message"
-    try: check_tokens(x, seq_len, offset)
+    "`validate_tokens`, with the argument's name in the message"
+    try: validate_tokens(x, seq_len, offset)
     except (TypeError, ValueError) as e: raise type(e)(f"{name}:{str(e)[2:]}") from None
 
 class Seq2SeqTransformer(nn.Module):
@@ -326,12 +328,14 @@ class Seq2SeqTransformer(nn.Module):
                  src_pad_idx=1, tgt_pad_idx=1,
                  pos='sinusoidal',        # 'sinusoidal' or 'learned' positions
                  dropout=0., fast=False,
-                 ff_mult=4,               # hidden size of the MLPs, as a multiple of emb
+                 mult=4,                  # hidden size of the MLPs, as a multiple of emb
                  prenorm=True,            # pre-norm blocks (else the original post-norm)
                  tie=True,                # the output layer shares the target embedding's weights
                  dec_depth=None,          # decoder blocks (default: `depth`)
+                 ff_mult=None,            # the former name of `mult` (deprecated)
                 ):
         super().__init__()
+        if ff_mult is not None: mult = ff_mult
         for n, v in dict(depth=depth, seq_len=seq_len, src_tokens=src_tokens, tgt_tokens=tgt_tokens).items():
             if v < 1: raise ValueError(f"{n}: expected a positive integer, got {v}")
         if emb % heads: raise ValueError(f"heads ({heads}) must divide emb ({emb})")
@@ -343,17 +347,17 @@ class Seq2SeqTransformer(nn.Module):
             with torch.no_grad(): e_.weight[e_.padding_idx].zero_()
         self.pos_emb = PositionEmbedding(seq_len, emb, pos)
         self.do = nn.Dropout(dropout)
-        self.encoder = nn.ModuleList([TransformerBlock(emb, heads, ff_mult, dropout, fast=fast, prenorm=prenorm)
+        self.encoder = nn.ModuleList([TransformerBlock(emb, heads, mult, dropout, fast=fast, prenorm=prenorm)
                                       for _ in range(depth)])
-        self.decoder = nn.ModuleList([DecoderBlock(emb, heads, ff_mult, dropout, fast=fast, prenorm=prenorm)
+        self.decoder = nn.ModuleList([DecoderBlock(emb, heads, mult, dropout, fast=fast, prenorm=prenorm)
                                       for _ in range(dec_depth or depth)])
         self.enc_norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
         self.dec_norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
         self.toprobs = nn.Linear(emb, tgt_tokens)
         if tie: self.toprobs.weight = self.tgt_emb.weight
 
-    def _embed(self, table, x, offset=0):
-        pos = torch.arange(offset, offset + x.size(1), device=x.device)
+    def _embed(self, table, x, pos=None):   # pos: (t,) positions, default 0..t-1
+        if pos is None: pos = torch.arange(x.size(1), device=x.device)
         return self.do(table(x) * math.sqrt(self.emb) + self.pos_emb(pos)[None])
 
     def encode(self, src):
@@ -365,8 +369,8 @@ class Seq2SeqTransformer(nn.Module):
         return self.enc_norm(h)
 
     def new_cache(self):
-        "An empty cache for incremental decoding: one dict per decoder block"
-        return [{} for _ in self.decoder]
+        "An empty `KVCache` (lesson 20) for incremental decoding: one layer per decoder block"
+        return KVCache(len(self.decoder), self.seq_len)
 
     def decode(self, tgt,                 # (b, t) target ids; with `cache`, the ones after those cached
                memory,                    # (b, t_src, e) from `encode`
@@ -374,12 +378,12 @@ class Seq2SeqTransformer(nn.Module):
                cache=None,                # from `new_cache()`: keys and values of earlier positions are kept there
               ):
         "Target ids -> logits (b, t, tgt_tokens), attending to `memory`"
-        off = cache[0]['self']['k'].size(2) if cache is not None and 'self' in cache[0] else 0
-        _ids('tgt', tgt, self.seq_len, off)
+        _ids('tgt', tgt, self.seq_len)
+        pos = None if cache is None else cache.positions(tgt)               # (t,): where the new target tokens go
         if memory.size(0) != tgt.size(0): raise ValueError(f"memory: batch of {memory.size(0)}, but tgt has {tgt.size(0)} rows")
         pm = tgt != self.tgt_pad_idx
         inner = cache is None and bool((~pm[:, :-1] & pm[:, 1:]).any())       # a pad before a real token
-        h = self._embed(self.tgt_emb, tgt, off)
+        h = self._embed(self.tgt_emb, tgt, pos)
         for i, blk in enumerate(self.decoder):
             h = blk(h, memory, pm if inner else None, memory_pad_mask, None if cache is None else cache[i])
         return self.toprobs(self.dec_norm(h))
@@ -584,23 +588,15 @@ def _train_ref(model, src, max_len, bos):
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, bos_idx=2, eos_idx=3):
     "1-D LongTensor: the most likely target ids for the 1-D source `src`, one token at a time, without BOS and EOS"
-    was = model.training
-    model.eval()
     ys = torch.tensor([[bos_idx]], device=src.device)                      # (1, 1)
-    for _ in range(max_len):
-        nxt = model(src[None], ys)[0, -1].argmax()                         # the last position's most likely token
-        if nxt == eos_idx: break
-        ys = torch.cat([ys, nxt.view(1, 1)], 1)
-    model.train(was)
+    with evaluating(model):                                                # no dropout; the mode is restored, even on errors
+        for _ in range(max_len):
+            nxt = model(src[None], ys)[0, -1].argmax()                     # the last position's most likely token
+            if nxt == eos_idx: break
+            ys = torch.cat([ys, nxt.view(1, 1)], 1)
     return ys[0, 1:]
 
 # %% ../nbs/30_seq2seq.ipynb #0cd12de5
-def _reorder(cache, rows):
-    "Keep the cached keys and values of `rows` (after beam search chose which hypotheses survive)"
-    for c in cache:
-        for part in c.values():
-            for k in list(part): part[k] = part[k].index_select(0, rows)
-
 def _strip(ys, eos_idx):
     "1-D ids up to (not including) the first `eos_idx`"
     hit = (ys == eos_idx).nonzero()
@@ -637,7 +633,7 @@ def translate_batch(model,            # a `Seq2SeqTransformer` (`encode`, `decod
         origin, tok = idx // v, idx % v                                  # which hypothesis, which next token
         rows = (origin + torch.arange(b, device=src.device)[:, None] * k).view(-1)
         ys = torch.cat([ys.index_select(0, rows), tok.view(-1, 1)], 1)
-        if cache and k > 1: _reorder(kv, rows)
+        if cache and k > 1: kv.reorder(rows)                             # the surviving hypotheses' keys and values
         was_done = done.gather(1, origin)
         lens = lens.gather(1, origin) + (~was_done).float()              # tokens so far, EOS included
         done, scores = was_done | (tok == eos_idx), top
@@ -648,11 +644,9 @@ def translate_batch(model,            # a `Seq2SeqTransformer` (`encode`, `decod
 
 # %% ../nbs/30_seq2seq.ipynb #0ab7e91e
 def _count(name, v):
-    if isinstance(v, bool): raise TypeError(f"{name}: expected an integer, got bool")
-    try: v = operator.index(v)
-    except TypeError: raise TypeError(f"{name}: expected an integer, got {type(v).__name__}") from None
-    if v < 1: raise ValueError(f"{name}: expected an integer >= 1, got {v}")
-    return v
+    "`v` as an integer >= 1; errors name the parameter"
+    if _integer(name, v) < 1: raise ValueError(f"{name}: expected an integer >= 1, got {v}")
+    return int(v)
 
 def translate(model,          # a trained `Seq2SeqTransformer`
               src,            # 1-D LongTensor: the source sentence's ids
@@ -668,28 +662,14 @@ def translate(model,          # a trained `Seq2SeqTransformer`
     if src.numel() > model.seq_len:
         raise ValueError(f"src: {src.numel()} tokens is longer than the model's seq_len={model.seq_len}")
     _ids('src', src[None], model.seq_len)
-    was = model.training
-    model.eval()
-    try: return translate_batch(model, src[None].to(next(model.parameters()).device), max_len, bos_idx, eos_idx, beam,
-                                cache)[0].to(src.device)
-    finally: model.train(was)
+    with evaluating(model):
+        return translate_batch(model, src[None].to(next(model.parameters()).device), max_len, bos_idx, eos_idx, beam,
+                               cache)[0].to(src.device)
 
 # %% ../nbs/30_seq2seq.ipynb #5aee17a7
-@torch.no_grad()
 def attention_maps(model, src, tgt):
     "Dict of lists (one per layer) of weights (b, h, t_q, t_k): 'encoder', 'self' (decoder) and 'cross'"
-    seen = []
-    hooks = [mod.register_forward_pre_hook(lambda mod, a, kw: seen.append((mod, a, kw)), with_kwargs=True)
-             for mod in model.modules() if isinstance(mod, (SelfAttention, CrossAttention))]
-    was = model.training
-    model.eval()
-    try: model(src, tgt)
-    finally:
-        for h in hooks: h.remove()
-        model.train(was)
     out = {'encoder': [], 'self': [], 'cross': []}
-    for mod, a, kw in seen:
-        n = 3 if isinstance(mod, CrossAttention) else 2
-        w = mod.weights(*a[:n], **{k: v for k, v in kw.items() if k != 'cache'})
-        out['cross' if n == 3 else 'self' if mod.causal else 'encoder'].append(w)
+    for name, w in _attention_maps(model, src, tgt):                       # lesson 06: every attention layer, by hooks
+        out['cross' if name.endswith('cross_attention') else 'self' if name.startswith('decoder.') else 'encoder'].append(w)
     return out

@@ -15,7 +15,7 @@ from fastai.callback.core import Callback
 from fastai.callback.progress import ProgressCallback
 from fastai.learner import AvgSmoothLoss
 from fastai.torch_core import to_detach
-from .core import default_device
+from .runtime import default_device
 
 # %% ../nbs/09_training.ipynb #aa3160f7
 def has_fused_adamw(device):
