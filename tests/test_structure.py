@@ -144,7 +144,8 @@ def test_old_lm_checkpoint_loads(tmp_path):
     g = GenerationTransformer(16, 4, 2, 12, 30, prenorm=True)
     class Old(torch.nn.Module):
         def state_dict(self): return _old_layout(g)
-    p = save_checkpoint(tmp_path/'old.pt', _FORMAT, Old(), data='tinyshakespeare', level='char', config={}, vocab=[])
+    p = save_checkpoint(tmp_path/'old.pt', _FORMAT, Old(), data='tinyshakespeare', level='char',
+                        config=dict(emb=16, heads=4, depth=2, seq_len=12, dropout=0.), vocab=[str(i) for i in range(30)])
     assert 'blocks.0.norm1.weight' in torch.load(p, weights_only=True)['state_dict']
     ck = load_lm(p)
     g2 = GenerationTransformer(16, 4, 2, 12, 30, prenorm=True)
@@ -170,6 +171,7 @@ def test_old_encoder_checkpoint_loads_and_newer_versions_are_refused(tmp_path):
 
 def test_validators_are_not_named_check():
     "`check_` names an exercise check only; argument validators are `validate_*`"
-    from transformers_scratch import models, generate
+    from transformers_scratch import models, generate, core
     assert hasattr(models, 'validate_tokens') and not hasattr(models, 'check_tokens')
+    assert hasattr(core, 'validate_output') and not hasattr(core, 'check_output')
     assert hasattr(generate, 'validate_sampling_args') and not hasattr(generate, 'check_sampling_args')
