@@ -1,0 +1,51 @@
+"""The learner's run: every lesson as Colab's *Run all* runs it (tools/colab_run.py), two notebooks at a time.
+
+Every code cell in order, `#| slow`/`#| cuda`/`#| exercise` included, in an empty temporary folder, without nbdev,
+`TFS_QUICK` unset (so each cell decides from the device: the CPU here); an exercise cell may only say "not solved yet".
+Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts one fails here."""
+import json, os, sys, time, subprocess, pathlib, threading
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NBS = sorted(p for p in (ROOT/'nbs').glob('*.ipynb'))
+LIMIT = int(os.environ.get('TFS_NB_LIMIT', 420))      # seconds per notebook (two run side by side on 2 cores)
+WORKERS = int(os.environ.get('TFS_NB_WORKERS', 2))
+# the longest first, so that two workers finish together (seconds measured on 2 cores, two notebooks at a time)
+LONG = ['32_multi30k', '12_imdb', '42_imdb_pretrain', '22_shakespeare', '41_pretrain', '21_lm', '11_classify', '23_imdb_lm']
+
+def _run(p):
+    env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
+    env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [x for x in env.get('PYTHONPATH', '').split(os.pathsep) if x])
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, str(ROOT/'tools'/'colab_run.py'), str(p), '--json'], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=LIMIT)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b'').decode() if isinstance(e.stdout, bytes) else (e.stdout or '')
+        return {'notebook': p.name, 'ok': False, 'seconds': round(time.perf_counter() - t0, 1),
+                'error': f"took more than {LIMIT} s (a full configuration on a CPU?); last output: {out[-1500:]}"}
+    try: res = json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        res = {'notebook': p.name, 'ok': False, 'error': f"exit {r.returncode}: {(r.stdout + r.stderr)[-3000:]}"}
+    res['wall'] = round(time.perf_counter() - t0, 1)
+    if not res['ok']: res['output'] = r.stdout[-4000:]
+    return res
+
+_results, _lock = {}, threading.Lock()
+
+@pytest.fixture(scope='module')
+def results():
+    order = sorted(NBS, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), p.name))
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as ex:
+        for res in ex.map(_run, order): _results[res['notebook']] = res
+    total = time.perf_counter() - t0
+    print(f"\nlearner's run: {len(order)} notebooks in {total:.0f} s with {WORKERS} at a time; "
+          + ', '.join(f"{r['notebook']} {r.get('wall', r.get('seconds'))} s" for r in sorted(_results.values(), key=lambda r: -r.get('wall', 0))[:6]))
+    return _results
+
+@pytest.mark.parametrize('p', NBS, ids=lambda p: p.name)
+def test_run_all_as_in_colab(results, p):
+    res = results[p.name]
+    assert res['ok'], f"{p.name}: {res['error']}\n{res.get('output', '')}"
