@@ -16,6 +16,7 @@ LONG = ['32_multi30k', '12_imdb', '42_imdb_pretrain', '22_shakespeare', '41_pret
 
 def _run(p):
     env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
+    if WORKERS > 1: env.setdefault('OMP_NUM_THREADS', '1')   # one torch thread per notebook: two share 2 cores without fighting
     env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [x for x in env.get('PYTHONPATH', '').split(os.pathsep) if x])
     t0 = time.perf_counter()
     try:
