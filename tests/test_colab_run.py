@@ -3,8 +3,8 @@
 Every code cell in order, `#| slow`/`#| cuda`/`#| exercise` included, in an empty temporary folder, without nbdev,
 `TFS_QUICK` unset (so each cell decides from the device: the CPU here); an exercise cell may only say "not solved yet".
 Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts one fails here."""
-import json, os, sys, time, subprocess, pathlib, threading
-from concurrent.futures import ThreadPoolExecutor
+import json, os, sys, time, subprocess, pathlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ def _run(p):
                            capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b'').decode() if isinstance(e.stdout, bytes) else (e.stdout or '')
-        return {'notebook': p.name, 'ok': False, 'seconds': round(time.perf_counter() - t0, 1),
+        return {'notebook': p.name, 'ok': False, 'wall': round(time.perf_counter() - t0, 1),
                 'error': f"took more than {LIMIT} s (a full configuration on a CPU?); last output: {out[-1500:]}"}
     try: res = json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
@@ -33,14 +33,17 @@ def _run(p):
     if not res['ok']: res['output'] = r.stdout[-4000:]
     return res
 
-_results, _lock = {}, threading.Lock()
+_results = {}
 
 @pytest.fixture(scope='module')
 def results():
     order = sorted(NBS, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), p.name))
     t0 = time.perf_counter()
     with ThreadPoolExecutor(WORKERS) as ex:
-        for res in ex.map(_run, order): _results[res['notebook']] = res
+        for f in as_completed([ex.submit(_run, p) for p in order]):
+            res = f.result(); _results[res['notebook']] = res
+            print(f"  {res['notebook']}: {'ok' if res['ok'] else 'FAILED'} in {res.get('wall')} s "
+                  f"({res.get('cpu_seconds')} s CPU, {res.get('unsolved')} exercises not solved yet)", flush=True)
     total = time.perf_counter() - t0
     print(f"\nlearner's run: {len(order)} notebooks in {total:.0f} s with {WORKERS} at a time; "
           + ', '.join(f"{r['notebook']} {r.get('wall', r.get('seconds'))} s" for r in sorted(_results.values(), key=lambda r: -r.get('wall', 0))[:6]))

@@ -9,8 +9,8 @@ from the device (the CPU here) as they do in Colab; `TFS_DATA` is kept.
 
 A cell flagged `#| exercise` may fail only with the course's "not solved yet" errors (`TODO`, `CheckError`): after
 *Run all* the learner's stubs are still stubs. Any other exception, in any cell, is a failure. Stops at the first
-failure. Prints one line per cell, and with --json a last line `{"notebook", "ok", "cells", "seconds", "error"}`."""
-import sys, os, re, json, time, tempfile, traceback
+failure. Prints one line per cell, and with --json a last line `{"notebook", "ok", "cells", "unsolved", "seconds", "cpu_seconds", "error"}`."""
+import sys, os, re, json, time, resource, tempfile
 from pathlib import Path
 
 UNSOLVED = ('TODO', 'CheckError')   # the course's "not solved yet" errors (transformers_scratch.core)
@@ -46,6 +46,8 @@ def run(path, quiet=False):
             break
         os.chdir('/')
     res['seconds'] = round(time.perf_counter() - t0, 1)
+    ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    res['cpu_seconds'] = round(sum(r.ru_utime + r.ru_stime for r in ru), 1)    # the process's own, imports included
     return res
 
 if __name__ == '__main__':
