@@ -3,16 +3,19 @@
 Every code cell in order, `#| slow`/`#| cuda`/`#| exercise` included, in an empty temporary folder, without nbdev,
 `TFS_QUICK` unset (so each cell decides from the device: the CPU here); an exercise cell may only say "not solved yet".
 Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts one fails here."""
-import json, os, sys, time, subprocess, pathlib
+import json, os, re, sys, time, subprocess, pathlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NBS = sorted(p for p in (ROOT/'nbs').glob('*.ipynb'))
+LONG = ['32_multi30k', '12_imdb', '42_imdb_pretrain', '22_shakespeare', '41_pretrain', '21_lm', '11_classify', '23_imdb_lm']
+# the learner's edition too, where it differs (solutions replaced by imports): the lessons with exercises, but the long ones
+HANDOUT = sorted(p for p in (ROOT/'handout').glob('*.ipynb')
+                 if p.stem not in LONG and 'Solution removed from the handout' in p.read_text(encoding='utf-8'))
+def _id(p): return f"{p.parent.name}/{p.name}"
 LIMIT = int(os.environ.get('TFS_NB_LIMIT', 420))      # seconds per notebook (two run side by side on 2 cores)
 WORKERS = int(os.environ.get('TFS_NB_WORKERS', 2))
-# the longest first, so that two workers finish together (seconds measured on 2 cores, two notebooks at a time)
-LONG = ['32_multi30k', '12_imdb', '42_imdb_pretrain', '22_shakespeare', '41_pretrain', '21_lm', '11_classify', '23_imdb_lm']
 
 def _run(p):
     env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
@@ -24,12 +27,12 @@ def _run(p):
                            capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b'').decode() if isinstance(e.stdout, bytes) else (e.stdout or '')
-        return {'notebook': p.name, 'ok': False, 'wall': round(time.perf_counter() - t0, 1),
+        return {'notebook': _id(p), 'ok': False, 'wall': round(time.perf_counter() - t0, 1),
                 'error': f"took more than {LIMIT} s (a full configuration on a CPU?); last output: {out[-1500:]}"}
     try: res = json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        res = {'notebook': p.name, 'ok': False, 'error': f"exit {r.returncode}: {(r.stdout + r.stderr)[-3000:]}"}
-    res['wall'] = round(time.perf_counter() - t0, 1)
+        res = {'notebook': _id(p), 'ok': False, 'error': f"exit {r.returncode}: {(r.stdout + r.stderr)[-3000:]}"}
+    res['notebook'], res['wall'] = _id(p), round(time.perf_counter() - t0, 1)
     if not res['ok']: res['output'] = r.stdout[-4000:]
     return res
 
@@ -37,7 +40,8 @@ _results = {}
 
 @pytest.fixture(scope='module')
 def results():
-    order = sorted(NBS, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), p.name))
+    # the longest first, so that the two workers finish together
+    order = sorted(NBS + HANDOUT, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), _id(p)))
     t0 = time.perf_counter()
     with ThreadPoolExecutor(WORKERS) as ex:
         for f in as_completed([ex.submit(_run, p) for p in order]):
@@ -49,7 +53,14 @@ def results():
           + ', '.join(f"{r['notebook']} {r.get('wall', r.get('seconds'))} s" for r in sorted(_results.values(), key=lambda r: -r.get('wall', 0))[:6]))
     return _results
 
-@pytest.mark.parametrize('p', NBS, ids=lambda p: p.name)
+@pytest.mark.parametrize('p', NBS + HANDOUT, ids=_id)
 def test_run_all_as_in_colab(results, p):
-    res = results[p.name]
-    assert res['ok'], f"{p.name}: {res['error']}\n{res.get('output', '')}"
+    res = results[_id(p)]
+    assert res['ok'], f"{_id(p)}: {res['error']}\n{res.get('output', '')}"
+    # after Run all the stubs are still stubs: every exercise cell that calls one must say "not solved yet"
+    calls = [c for c in json.loads(p.read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'code'
+             and re.search(r'^#\|\s*exercise', ''.join(c['source']), re.M) and not re.search(r'^def ', ''.join(c['source']), re.M)]
+    assert res['unsolved'] == len(calls), f"{_id(p)}: {len(calls)} exercise calls, {res['unsolved']} said 'not solved yet'"
+
+def test_handout_lessons_are_run():
+    assert len(HANDOUT) >= 6, [p.name for p in HANDOUT]
