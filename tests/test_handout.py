@@ -1,26 +1,113 @@
-"`tfs handout`: solutions gone, outputs cleared, and the rest of each lesson still imports what it needs."
-import json, subprocess, sys, pathlib
-from transformers_scratch.core import is_solution
+"`tfs handout`: solutions gone, checks folded, outputs cleared, the committed handout/ up to date, and bad input refused in one line."
+import json, os, subprocess, sys, pathlib
+import pytest
+from transformers_scratch.cli import is_solution, make_handout
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+def tfs(*args, cwd=None):
+    return subprocess.run(['tfs', *args], capture_output=True, text=True, cwd=cwd)
+
 def test_handout(tmp_path):
-    r = subprocess.run(['tfs', 'handout', '--src', str(ROOT/'nbs'), '--dest', str(tmp_path)], capture_output=True, text=True)
+    r = tfs('handout', '--src', str(ROOT/'nbs'), '--dest', str(tmp_path/'h'))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res['notebooks'] == len(list((ROOT/'nbs').glob('*.ipynb')))
-    n_solutions = 0
+    n_solutions = n_folded = 0
     for p in (ROOT/'nbs').glob('*.ipynb'):
-        orig = json.loads(p.read_text()); h = json.loads((tmp_path/p.name).read_text())
+        orig = json.loads(p.read_text()); h = json.loads((tmp_path/'h'/p.name).read_text())
         assert len(orig['cells']) == len(h['cells'])
-        for o, c in zip(orig['cells'], h['cells']):
+        for i, (o, c) in enumerate(zip(orig['cells'], h['cells'])):
             assert c.get('outputs', []) == []
-            s = ''.join(o['source'])
+            s, hs = ''.join(o['source']), ''.join(c['source'])
+            if o['cell_type'] == 'markdown' and i < 4 and 'colab-badge.svg' in s:                    # the badge opens the learner's edition, which says where the other is
+                assert f'blob/main/handout/{p.name})' in hs and f'(https://colab.research.google.com/github/transformers-scratch/transformers_scratch/blob/main/nbs/{p.name})' in hs
+                assert "Learner's edition" in hs and "Solutions edition" in s
             if is_solution(s):
                 n_solutions += 1
-                hs = ''.join(c['source'])
                 assert 'Solution removed' in hs and 'def ' not in hs
                 # what was defined is importable from the library, so the lesson goes on
                 line = hs.splitlines()[-1]
                 assert line.startswith('from transformers_scratch.')
                 exec(line, {})
+            if c.get('metadata') == {'cellView': 'form'} and 'check' in hs.splitlines()[0] and not is_solution(s):
+                assert hs.startswith('# @title ')       # Colab folds a form cell whose first line is its title
+                n_folded += 1
     assert n_solutions >= 12, f"the course promises at least 12 exercises, found {n_solutions} solution cells"
+    assert n_folded >= 12, f"long check definitions should be folded in the handout, found {n_folded}"
+
+def test_committed_handout_is_up_to_date(tmp_path):
+    make_handout(ROOT/'nbs', tmp_path/'h')
+    made = sorted(p.name for p in (tmp_path/'h').iterdir())
+    assert made == sorted(p.name for p in (ROOT/'handout').iterdir()), "handout/ is stale: run `tfs handout`"
+    for n in made:
+        assert (tmp_path/'h'/n).read_text(encoding='utf-8') == (ROOT/'handout'/n).read_text(encoding='utf-8'), \
+            f"handout/{n} is stale: run `tfs handout` and commit handout/"
+
+def test_every_lesson_says_which_edition():
+    for p in sorted((ROOT/'nbs').glob('[0-9]*.ipynb')):
+        top = ''.join(''.join(c['source']) for c in json.loads(p.read_text())['cells'][:4])
+        assert 'Solutions edition' in top and f'handout/{p.name}' in top, p.name
+
+# Bad input: exit code 2, one line on stderr naming the problem, no traceback, nothing written.
+def lesson(tmp_path, name='02_attention.ipynb', text=None):
+    src = tmp_path/'nbs'; src.mkdir(exist_ok=True)
+    (src/'01_ok.ipynb').write_text((ROOT/'nbs'/'01_selfattention.ipynb').read_text(encoding='utf-8'), encoding='utf-8')
+    if text is not None: (src/name).write_text(text, encoding='utf-8')
+    return src
+
+def refused(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert 'Traceback' not in r.stderr and r.stdout == ''
+    for w in words: assert w in r.stderr, (w, r.stderr)
+
+def listing(d): return sorted(str(p.relative_to(d)) for p in d.rglob('*'))
+
+BAD_SOLUTION = json.dumps({'cells': [{'cell_type': 'code', 'metadata': {}, 'outputs': [],
+                                      'source': ['#| export\n', '# @title Solution\n', 'def f(x:\n']}]})
+
+@pytest.mark.parametrize('name,text,words', [
+    ('02_broken.ipynb', '{"cells": [', ['02_broken.ipynb', 'not a lesson notebook']),
+    ('02_list.ipynb', '[1, 2]', ['02_list.ipynb']),
+    ('02_nocells.ipynb', '{"metadata": {}}', ['02_nocells.ipynb']),
+    ('02_badsol.ipynb', BAD_SOLUTION, ['02_badsol.ipynb', 'does not parse']),
+], ids=['malformed-json', 'not-a-dict', 'no-cells', 'solution-syntax-error'])
+def test_bad_notebook_leaves_nothing(tmp_path, name, text, words):
+    src = lesson(tmp_path, name, text)
+    before = listing(tmp_path)
+    refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/'handout')), *words)
+    assert listing(tmp_path) == before                       # no handout folder, no temporary folder
+    (tmp_path/'handout').mkdir(); (tmp_path/'handout'/'01_ok.ipynb').write_text('old')
+    refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/'handout')), *words)
+    assert (tmp_path/'handout'/'01_ok.ipynb').read_text() == 'old' and listing(tmp_path/'handout') == ['01_ok.ipynb']
+
+@pytest.mark.parametrize('dest', ['nbs', 'nbs/handout', 'nbs/a/b'])
+def test_dest_in_src_refused(tmp_path, dest):
+    src = lesson(tmp_path)
+    before = listing(tmp_path)
+    refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/dest)), 'dest')
+    assert listing(tmp_path) == before
+    refused(tfs('handout', '--src', 'nbs', '--dest', dest.replace('nbs', 'nbs/.', 1), cwd=tmp_path), 'dest')   # relative too
+    assert listing(tmp_path) == before
+
+def test_dest_under_a_file_refused(tmp_path):
+    src = lesson(tmp_path)
+    (tmp_path/'afile').write_text('x')
+    before = listing(tmp_path)
+    for dest in ('afile', 'afile/sub', 'afile/sub/deeper'):
+        refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/dest)), 'afile', 'not a folder')
+    assert listing(tmp_path) == before
+
+def test_no_notebooks_says_where_to_get_them(tmp_path):
+    refused(tfs('handout', cwd=tmp_path), 'src', 'handout')                  # from an empty folder: nbs/ is not there
+    (tmp_path/'empty').mkdir()
+    refused(tfs('handout', '--src', 'empty', cwd=tmp_path), 'no notebooks')
+    assert listing(tmp_path) == ['empty']
+
+def test_existing_handout_updated_in_place(tmp_path):
+    src = lesson(tmp_path)
+    dest = tmp_path/'handout'; dest.mkdir(); (dest/'README.txt').write_text('mine')
+    r = tfs('handout', '--src', str(src), '--dest', str(dest))
+    assert r.returncode == 0, r.stderr
+    assert listing(dest) == ['01_ok.ipynb', 'README.txt'] and (dest/'README.txt').read_text() == 'mine'
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith('.')]     # no temporary folder left

@@ -16,13 +16,37 @@ def test_readme_has_two_commands():
     cmds = readme_commands()
     assert len(cmds) == 2, cmds
     assert 'tfs classify' in cmds[0] and 'pip install' in cmds[0]
-    assert 'nbdev_test' in cmds[1] and 'pytest' in cmds[1] and 'pip install' in cmds[1]
+    assert 'pytest' in cmds[1] and 'pip install' in cmds[1]
+    # the notebooks run inside pytest, as a Colab learner runs them (tests/test_colab_run.py), not by nbdev_test,
+    # which skips the exercise, slow and GPU cells a learner runs
+    assert 'nbdev_test' not in cmds[1] and (ROOT/'tests'/'test_colab_run.py').exists()
 
 def test_ci_runs_the_readme_test_command():
     install, tests = readme_commands()[1].split(' && ', 1)
     ci = (ROOT/'.ci'/'run').read_text()
     assert tests in ci, f"the README's test command {tests!r} is not what .ci/run runs"
     assert '-e ".[dev]"' in install and '-e ".[dev]"' in ci
+
+def test_ci_checks_sync_with_the_tooling_venv():
+    ci = (ROOT/'.ci'/'run').read_text()
+    assert "nbdev==2.4.14" in ci and "'fastcore<2'" in ci and '"$TOOLS/bin/nbdev_export"' in ci and '"$TOOLS/bin/nbdev_clean"' in ci
+    assert 'tfs handout --src nbs --dest handout' in ci and 'git status --porcelain -- handout' in ci
+    assert 'handout/' not in (ROOT/'.gitignore').read_text().split()
+
+@pytest.mark.parametrize('p', [p for p in NBS if any('import nbdev' in src(c) for c in cells(p))], ids=lambda p: p.name)
+def test_export_cell_does_nothing_in_colab(p, tmp_path, monkeypatch):
+    "The export cell writes the library only in a development checkout: in Colab (no nbdev, no settings.ini) it does nothing"
+    ex = [src(c) for c in cells(p) if 'import nbdev' in src(c)]
+    assert len(ex) == 1 and src(cells(p)[-1]) == ex[0], f"{p.name}: one export cell, the last"
+    last = ex[0]
+    monkeypatch.chdir(tmp_path)
+    with mock.patch.dict(sys.modules, {'nbdev': None}): exec(last, {})            # no nbdev: no error
+    fake = types.ModuleType('nbdev'); fake.nbdev_export = mock.Mock()
+    with mock.patch.dict(sys.modules, {'nbdev': fake}): exec(last, {})            # nbdev but no checkout: nothing
+    fake.nbdev_export.assert_not_called()
+    monkeypatch.chdir(ROOT/'nbs')
+    with mock.patch.dict(sys.modules, {'nbdev': fake}): exec(last, {})            # in the checkout's nbs/: exports
+    fake.nbdev_export.assert_called_once()
 
 def test_readme_is_generated_from_index(tmp_path):
     before = (ROOT/'README.md').read_text(encoding='utf-8')
@@ -63,3 +87,10 @@ def test_notebooks_have_no_stray_outputs_metadata():
     for p in NBS:
         for c in cells(p):
             assert set(c.get('metadata', {})) <= {'cellView'}, f"{p.name}: run nbdev_clean"
+
+def test_readme_links_both_editions_of_every_lesson():
+    readme = (ROOT/'README.md').read_text(encoding='utf-8')
+    for p in NBS:
+        if p.name == 'index.ipynb': continue
+        assert f'(nbs/{p.name})' in readme and f'(handout/{p.name})' in readme, p.name
+        assert (ROOT/'handout'/p.name).exists(), f"handout/{p.name} missing: run tfs handout and commit handout/"

@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['MAX_EPOCHS', 'MAX_EMB', 'MAX_HEADS', 'MAX_DEPTH', 'MAX_SEQ_LEN', 'MAX_BEAM', 'MAX_ROWS', 'MAX_N', 'MIN_TEMPERATURE',
-           'CLIError', 'main']
+           'REPO', 'BRANCH', 'CLIError', 'main', 'colab_url', 'edition_header', 'is_solution', 'handout_nb',
+           'make_handout']
 
 # %% ../nbs/90_cli.ipynb #be93b3c0
 import os, sys, json, math, argparse, warnings
@@ -123,7 +124,6 @@ def _validate(a):
 def _run(a):
     if a.cmd == 'translate': return _translate_run(a)
     if a.cmd == 'handout':
-        from transformers_scratch.core import make_handout
         ps = make_handout(a.src, a.dest)
         return {'handout': str(a.dest), 'notebooks': len(ps)}
     if a.cmd == 'pretrain':
@@ -248,3 +248,133 @@ def main(argv=None):
         _fail(f"tfs: error: out of memory ({_one_line(e)[:160]}); choose smaller sizes")
     except (ValueError, FileNotFoundError, OSError) as e:   # the messages name the parameter or the file
         _fail(f"tfs: error: {_one_line(e)}")
+
+# %% ../nbs/90_cli.ipynb #f0e54eef
+import os, re, ast, copy, shutil, tempfile
+from pathlib import Path
+
+REPO = 'transformers-scratch/transformers_scratch'    # GitHub owner/name: the Colab badges open the notebooks from there
+BRANCH = 'main'
+
+def colab_url(path):
+    "The URL that opens the repository's notebook `path` (e.g. 'handout/02_attention.ipynb') in Colab"
+    return f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/{path}"
+
+# %% ../nbs/90_cli.ipynb #a890a232
+_BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+
+def edition_header(name,          # the notebook's file name, e.g. '02_attention.ipynb'
+                   learner=False, # the learner's edition (`handout/`) or the solutions edition (`nbs/`)
+                  ):
+    "The markdown at the top of a lesson: its Colab badge, which edition this is and where the other one is"
+    if learner:
+        return (f"{_BADGE}({colab_url('handout/' + name)})\n\n"
+                f"**Learner's edition**: the exercises are yours to solve; after each one, the library's solution is imported "
+                f"so the lesson goes on. The solutions edition, with every solution and its outputs: "
+                f"[nbs/{name}]({colab_url('nbs/' + name)}).")
+    return (f"{_BADGE}({colab_url('nbs/' + name)})\n\n"
+            f"**Solutions edition**: every exercise is followed by its solution (collapsed in Colab). To solve them yourself, "
+            f"open the learner's edition: [handout/{name}]({colab_url('handout/' + name)}).")
+
+# %% ../nbs/90_cli.ipynb #ba2a20c6
+def _code(src):
+    "`src` without nbdev's `#|` lines, for `ast`"
+    return '\n'.join(l for l in src.splitlines() if not l.lstrip().startswith('#|'))
+
+def _defined_names(src):
+    "Top-level names a cell defines"
+    names = []
+    for node in ast.parse(_code(src)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(node.name)
+        elif isinstance(node, ast.Assign): names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return names
+
+def _checks_defined(src):
+    "Names of the checks (functions decorated with `@checker`) a cell defines"
+    try: body = ast.parse(_code(src)).body
+    except SyntaxError: return []
+    return [n.name for n in body if isinstance(n, ast.FunctionDef)
+            and any(getattr(d, 'id', getattr(d, 'attr', None)) == 'checker' for d in n.decorator_list)]
+
+def _default_exp(nb):
+    for c in nb['cells']:
+        for l in ''.join(c['source']).splitlines():
+            if l.replace(' ', '').startswith('#|default_exp'): return l.split('default_exp', 1)[1].strip()
+
+# %% ../nbs/90_cli.ipynb #9cddcaf4
+def is_solution(src):
+    "Is this cell's source a solution cell (a line `# @title Solution...`)?"
+    return re.search(r'^#\s*@title Solution', src, re.M) is not None
+
+# %% ../nbs/90_cli.ipynb #4a1b67be
+def _fold(src, checks):
+    "A check's definition as a collapsed form: its `# @title` line first"
+    lines = src.splitlines()
+    title = next((l for l in lines if re.match(r'#\s*@title', l)), None)
+    if title: lines.remove(title)
+    else: title = f"# @title {', '.join(checks)}: how your answer is checked (run this cell; no need to read it)"
+    return '\n'.join([title] + lines)
+
+def handout_nb(nb, lib='transformers_scratch',
+               name=None,   # the notebook's file name: its badge then opens the learner's edition
+              ):
+    "A copy of notebook dict `nb` for the learner: solutions replaced by library imports, long checks folded, outputs cleared"
+    nb = copy.deepcopy(nb)
+    mod = _default_exp(nb)
+    for i, c in enumerate(nb['cells']):
+        src = ''.join(c['source'])
+        if c['cell_type'] == 'markdown' and name and i < 4 and 'colab-badge.svg' in src:
+            c['source'] = edition_header(name, learner=True).splitlines(keepends=True)
+        if c['cell_type'] != 'code': continue
+        c['outputs'], c['execution_count'] = [], None
+        checks = _checks_defined(src)
+        if checks and len(src.splitlines()) > 8:
+            c['source'], c['metadata'] = _fold(src, checks).splitlines(keepends=True), {'cellView': 'form'}
+        if not is_solution(src): continue
+        try: names = _defined_names(src)
+        except SyntaxError as e: raise ValueError(f"cell {i}: a solution that does not parse ({e.msg}, line {e.lineno})") from None
+        new = ["# Solution removed from the handout: solve the exercise above.\n",
+               "# The library's version is imported so that the rest of the lesson runs.\n"]
+        if names and mod: new.append(f"from {lib}.{mod} import {', '.join(names)}")
+        c['source'], c['metadata'] = new, {}
+    return nb
+
+# %% ../nbs/90_cli.ipynb #8898b82e
+_GET = (f"run it from a clone of the course (git clone https://github.com/{REPO}), "
+        f"or open the learner's edition directly: https://github.com/{REPO}/tree/{BRANCH}/handout")
+
+def _check_dest(src, dest):
+    "Refuse a `dest` that is `src`, lies inside it, or lies under a regular file"
+    s, d = src.resolve(), dest.resolve()
+    if d == s or s in d.parents: raise ValueError(f"dest: {str(dest)!r} is the notebook folder or inside it; give a folder outside {str(src)!r}")
+    for p in [d] + list(d.parents):
+        if p.exists() and not p.is_dir(): raise ValueError(f"dest: {str(p)!r} is a file, not a folder")
+
+def make_handout(src='nbs',          # folder of lesson notebooks
+                 dest='handout',     # folder to write the handout edition to
+                ):
+    "Write the learner's edition of every notebook in `src` to `dest`, all or nothing; returns the paths"
+    src, dest = Path(src), Path(dest)
+    if not src.is_dir(): raise FileNotFoundError(f"src: no notebook folder at {str(src)!r}; {_GET}")
+    nbs = sorted(src.glob('*.ipynb'))
+    if not nbs: raise FileNotFoundError(f"src: no notebooks (*.ipynb) in {str(src)!r}; {_GET}")
+    _check_dest(src, dest)
+    out = {}
+    for p in nbs:
+        try:
+            nb = json.loads(p.read_text(encoding='utf-8'))
+            if not isinstance(nb, dict) or not isinstance(nb.get('cells'), list): raise ValueError("no list of cells")
+            out[p.name] = json.dumps(handout_nb(nb, name=p.name), indent=1, ensure_ascii=False) + '\n'
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+            msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
+            raise ValueError(f"src: {str(p)!r} is not a lesson notebook the handout can be written from: {msg}") from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{dest.name}-', dir=dest.parent))
+    try:
+        for n, text in out.items(): (tmp/n).write_text(text, encoding='utf-8')
+        if not dest.exists(): os.replace(tmp, dest)                         # a new folder: renamed into place at once
+        else:
+            for n in out: os.replace(tmp/n, dest/n)                         # an existing one: each notebook replaced whole
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp)
+    return [dest/n for n in out]

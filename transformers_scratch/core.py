@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'assert_check', 'rand', 'randint',
            'call_checked', 'expect_like', 'expect_rate', 'atomic_write', 'validate_output', 'validate_folder',
-           'save_checkpoint', 'load_checkpoint', 'validate_config', 'is_solution', 'handout_nb', 'make_handout']
+           'save_checkpoint', 'load_checkpoint', 'validate_config']
 
 # %% ../nbs/00_core.ipynb #470106b5
 import os, io, re, sys, json, ast, functools, copy, contextlib, tempfile, warnings
@@ -255,57 +255,10 @@ def validate_config(config, n_tokens, path, what='model', expected='a checkpoint
     if need > _ram(): raise bad(f"its configuration asks for {need / 2**30:,.0f} GiB of weights, more than this machine has")
     return config
 
-# %% ../nbs/00_core.ipynb #a925d7c0
-def _defined_names(src):
-    "Top-level names a cell defines"
-    lines = [l for l in src.splitlines() if not l.lstrip().startswith('#|')]
-    tree = ast.parse('\n'.join(lines))
-    names = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(node.name)
-        elif isinstance(node, ast.Assign): names += [t.id for t in node.targets if isinstance(t, ast.Name)]
-    return names
-
-# %% ../nbs/00_core.ipynb #e10f2640
-def _default_exp(nb):
-    for c in nb['cells']:
-        for l in ''.join(c['source']).splitlines():
-            if l.replace(' ', '').startswith('#|default_exp'): return l.split('default_exp', 1)[1].strip()
-
-# %% ../nbs/00_core.ipynb #316ad6ca
-def is_solution(src):
-    "Is this cell's source a solution cell (a line `# @title Solution...`)?"
-    return re.search(r'^#\s*@title Solution', src, re.M) is not None
-
-# %% ../nbs/00_core.ipynb #04a935a5
-def handout_nb(nb, lib='transformers_scratch'):
-    "A copy of notebook dict `nb` with solutions replaced by library imports and all outputs cleared"
-    nb = copy.deepcopy(nb)
-    mod = _default_exp(nb)
-    for c in nb['cells']:
-        if c['cell_type'] != 'code': continue
-        c['outputs'], c['execution_count'] = [], None
-        src = ''.join(c['source'])
-        if not is_solution(src): continue
-        names = _defined_names(src)
-        new = ["# Solution removed from the handout: solve the exercise above.\n",
-               "# The library's version is imported so that the rest of the lesson runs.\n"]
-        if names and mod: new.append(f"from {lib}.{mod} import {', '.join(names)}")
-        c['source'], c['metadata'] = new, {}
-    return nb
-
-# %% ../nbs/00_core.ipynb #feb69428
-def make_handout(src='nbs',          # folder of lesson notebooks
-                 dest='handout',     # folder to write the handout edition to
-                ):
-    "Write the learner's edition of every notebook in `src` (solutions removed, outputs cleared) to `dest`; returns the paths"
-    src, dest = Path(src), Path(dest)
-    if not src.is_dir(): raise FileNotFoundError(f"src: no notebook folder at {src}")
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for p in sorted(src.glob('*.ipynb')):
-        nb = json.loads(p.read_text(encoding='utf-8'))
-        q = dest/p.name
-        q.write_text(json.dumps(handout_nb(nb), indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
-        out.append(q)
-    return out
+# %% ../nbs/00_core.ipynb #b3d5e011
+def __getattr__(name):
+    "`is_solution`, `handout_nb` and `make_handout` moved to `transformers_scratch.cli`; their old names here still work"
+    if name in ('is_solution', 'handout_nb', 'make_handout'):
+        from transformers_scratch import cli
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
