@@ -254,11 +254,3 @@ def validate_config(config, n_tokens, path, what='model', expected='a checkpoint
     need = 4 * ((n_tokens + config['seq_len']) * e + 16 * depth * e * e)   # bytes of fp32 weights, generously
     if need > _ram(): raise bad(f"its configuration asks for {need / 2**30:,.0f} GiB of weights, more than this machine has")
     return config
-
-# %% ../nbs/00_core.ipynb #b3d5e011
-def __getattr__(name):
-    "`is_solution`, `handout_nb` and `make_handout` moved to `transformers_scratch.cli`; their old names here still work"
-    if name in ('is_solution', 'handout_nb', 'make_handout'):
-        from transformers_scratch import cli
-        return getattr(cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
