@@ -182,6 +182,26 @@ def gd_hard_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_l
 def gd_list(m, s, max_len=50, bos_idx=2, eos_idx=3):      return _gd(m, s, max_len, bos_idx, eos_idx, as_list=True)
 def gd_float(m, s, max_len=50, bos_idx=2, eos_idx=3):     return _gd(m, s, max_len, bos_idx, eos_idx).float()
 
+def sl_view(l, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(l.view(-1, l.size(-1)), lab.view(-1), ignore_index=pad_idx, label_smoothing=smoothing)
+def sl_log_softmax(l, lab, pad_idx=1, smoothing=0.):      # right formula, but log(softmax) is -inf on large logits
+    lp, keep = torch.log(F.softmax(l, -1)), lab != pad_idx
+    nll = F.nll_loss(lp.reshape(-1, l.size(-1)), lab.reshape(-1), ignore_index=pad_idx)
+    return (1 - smoothing) * nll + smoothing * (-lp.mean(-1))[keep].mean()
+def sl_cpu_weight(l, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(l.reshape(-1, l.size(-1)), lab.reshape(-1), weight=torch.ones(l.size(-1), dtype=l.dtype),
+                           ignore_index=pad_idx, label_smoothing=smoothing)
+
+def test_check_seq2seq_loss_families():   # issue 16: sliced logits, large logits, new tensors on the CPU
+    assert_check(check_seq2seq_loss, seq2seq_loss, [
+        (sl_view, 'non-contiguous'), (sl_log_softmax, 'large logits'), (sl_cpu_weight, "stay on the inputs' device")])
+
+def gd_train_after(m, s, max_len=50, bos_idx=2, eos_idx=3):   # restores train mode, whatever mode it found
+    out = _gd(m, s, max_len, bos_idx, eos_idx, restore=False); m.train(); return out
+
+def test_check_greedy_decode_from_eval_mode():
+    assert_check(check_greedy_decode, greedy_decode, [(gd_train_after, 'it was in eval mode.*left it in train mode')])
+
 def test_check_greedy_decode():
     assert_check(check_greedy_decode, greedy_decode, [
         (stub, 'not solved'), (gd_keep_bos, 'kept BOS'), (gd_keep_eos, 'kept EOS'), (gd_no_stop, 'after EOS'),

@@ -194,8 +194,8 @@ def on_device(fn, *args, **kwargs):
 
 # %% ../nbs/00_core.ipynb #2a37bd16
 def strided(x):
-    "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a wider one, as `logits[:, :-1]` is"
-    return torch.cat([x, x[..., :1]], -1)[..., :x.size(-1)]
+    "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a longer one, as `logits[:, :-1]` is"
+    return torch.cat([x, x[:, :1]], 1)[:, :x.size(1)]
 
 # %% ../nbs/00_core.ipynb #3c3a9fd4
 def expect_grad(out, what='the loss'):
@@ -213,8 +213,8 @@ def expect_mode_kept(fn, model, *args, **kwargs):
             model.train(mode)
             out = fn(model, *args, **kwargs)
             now = 'train' if model.training else 'eval'
-            expect(model.training == mode, f"the model was in {'train' if mode else 'eval'} mode and your code left it in "
-                   f"{now} mode: save was = model.training first, and restore it with model.train(was) at the end")
+            expect(model.training == mode, f"leave the model in the mode you found it: it was in {'train' if mode else 'eval'} "
+                   f"mode and your code left it in {now} mode (save was = model.training, end with model.train(was))")
     finally: model.train(was)
     return out
 

@@ -66,6 +66,7 @@ def check_mask_tokens(fn):
            "pass generator=generator to every torch.rand / torch.randint call")
     expect(not torch.equal(r1[1], r3[1]), "different generator seeds give the same selection: draw it at random")
     inp, tgt = fn(x, 201, 202, special_ids=(0, 2))
+    expect_within(inp, 0, 202, 'the input ids (random ids come from [0, n_tokens))')
     expect_like(tgt, x, 'targets (with the default generator)')
     # rates on a large batch: selection ≈ p among the eligible, then 80/10/10, random ids over [0, n_tokens)
     n_tokens, n_ids, pad, sp, m, p = 500, 250, 3, (0, 7, 9), 499, 0.25
@@ -93,6 +94,7 @@ def check_mask_tokens(fn):
         try: fn(x[:1], m, n_tokens, p=bad)
         except ValueError: continue
         raise CheckError(f"p={bad} is not a probability in (0, 1): raise a ValueError naming p")
+    on_device(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0)
 
 # %% ../../nbs/40_mlm.ipynb #c562c306
 #| code-fold: true
@@ -105,6 +107,11 @@ def _mlm_targets(b, t, v, seed, frac=0.3, empty_row=None):
     keep[0, 0] = True
     if empty_row is not None: keep[empty_row] = False
     return y.masked_fill(~keep, -100)
+
+def _view_hint(e, args):
+    "A crash on non-contiguous logits is a `.view`: say so"
+    if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
+                                 "or .flatten, not .view")
 
 @checker
 def check_masked_lm_loss(fn):
@@ -130,6 +137,16 @@ def check_masked_lm_loss(fn):
             expect(not torch.isnan(out).any(), "a sequence with no selected token gives NaN: average over all the "
                    "selected tokens of the batch, not per sequence")
         diagnose(out, ref, wrongs, "the loss differs from the mean cross-entropy over the positions whose target is not -100")
+    logits, y = rand(2, 6, 11, seed=7) * 2, _mlm_targets(2, 6, 11, seed=7)
+    ref = lambda z: F.cross_entropy(z.reshape(-1, 11), y.reshape(-1))
+    run = Runs(fn, on_error=_view_hint)
+    expect(same(run(strided(logits), y), ref(logits)), "wrong loss for non-contiguous logits (a slice such as logits[:, :-1])")
+    expect_grad(run(logits.clone().requires_grad_(), y))
+    big = logits * 1000                                      # large logits: exp overflows unless the log-softmax is stable
+    out = run(big, y)
+    expect(isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()) and same(out, ref(big), rtol=1e-3),
+           "wrong or inf/NaN loss on large logits: use F.cross_entropy (or F.log_softmax), not log(softmax(...))")
+    on_device(fn, logits, y)
 
 # %% ../../nbs/40_mlm.ipynb #d58443a6
 #| code-fold: true
@@ -166,3 +183,8 @@ def check_masked_accuracy(fn):
     out = fn(rand(2, 5, 7, seed=3), y)
     expect(isinstance(out, torch.Tensor) and out.dim() == 0 and float(out) == 0.,
            "with no selected position the accuracy is 0 (a 0-dim tensor), not NaN: guard the division")
+    out = Runs(fn)(rand(0, 4, 7, seed=9), torch.zeros(0, 4, dtype=torch.long))   # an empty batch: nothing to score
+    expect(isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.numel() == 1 and float(out) == 0.,
+           f"for an empty batch the accuracy should be a float32 tensor equal to 0 (nothing to score), got "
+           f"{out.dtype if isinstance(out, torch.Tensor) else type(out).__name__} {out.tolist() if isinstance(out, torch.Tensor) else out}")
+    on_device(fn, rand(2, 4, 7, seed=9), _mlm_targets(2, 4, 7, seed=9))

@@ -246,6 +246,11 @@ def check_teacher_forcing(fn):
 # %% ../../nbs/30_seq2seq.ipynb #5873b761
 #| code-fold: true
 # @title check_seq2seq_loss
+def _view_hint(e, args):
+    "A crash on non-contiguous logits is a `.view`: say so"
+    if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
+                                 "or .flatten, not .view")
+
 @checker
 def check_seq2seq_loss(fn):
     "Check `fn(logits, labels, pad_idx, smoothing)` against `F.cross_entropy` with `ignore_index` and `label_smoothing`"
@@ -286,6 +291,16 @@ def check_seq2seq_loss(fn):
         out.backward()
         expect(lg.grad is not None and torch.isfinite(lg.grad).all(), "no gradient reaches the logits: don't detach")
         expect(bool((lg.grad.reshape(-1, v)[~real] == 0).all()), "padded positions get a gradient: ignore them")
+    logits, lab = rand(2, 5, 9, seed=21) * 2, randint(0, 9, (2, 5), seed=22)
+    ref = lambda z: F.cross_entropy(z.reshape(-1, 9), lab.reshape(-1), ignore_index=1)
+    run = Runs(fn, on_error=_view_hint)
+    expect(same(run(strided(logits), lab), ref(logits)), "wrong loss for non-contiguous logits (a slice such as logits[:, :-1])")
+    expect_grad(run(logits.clone().requires_grad_(), lab))
+    big = logits * 1000                                      # large logits: exp overflows unless the log-softmax is stable
+    out = run(big, lab)
+    expect(isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()) and same(out, ref(big), rtol=1e-3),
+           "wrong or inf/NaN loss on large logits: use F.cross_entropy (or F.log_softmax), not log(softmax(...))")
+    on_device(fn, logits, lab)
 
 # %% ../../nbs/30_seq2seq.ipynb #7d9ebc84
 #| code-fold: true
@@ -345,9 +360,8 @@ def check_greedy_decode(fn):
                "call model.eval() before decoding")
         expect(False, f"the ids differ from greedy decoding (bos_idx={bos}, eos_idx={eos}, max_len={max_len}): start from "
                "[bos_idx], append the argmax of the LAST position's logits, feed the result back")
-    model = _ScriptedModel(11, 3, 2, 6); model.train()
-    with torch.no_grad(): fn(model, randint(4, 11, (4,), seed=5))
-    expect(model.training, "leave the model in the mode you found it: remember model.training and restore it with model.train(...)")
+    model = _ScriptedModel(11, 3, 2, 6)
+    with torch.no_grad(): expect_mode_kept(Runs(fn), model, randint(4, 11, (4,), seed=5))   # from train and from eval mode
 
 def _train_ref(model, src, max_len, bos):
     "What greedy decoding gives when the model is left in training mode"
