@@ -68,6 +68,7 @@ def check_layer_norm(fn):
                    f"use the eps you are given (eps={eps:g} here): it looks like you used {other:g}" if given else
                    f"the default eps is 1e-5, as in nn.LayerNorm: it looks like you used {other:g}")
         expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm: is e hard-coded somewhere?")
+    on_device(fn, *_ln_fixtures()[0][:3])
 
 # %% ../../nbs/05_block.ipynb #2dea0ab5
 #| code-fold: true
@@ -189,6 +190,8 @@ def check_postnorm_block(fn):
             out = _block_call(fn, blk, x, pad)
             hp = N1(x + D(blk.attention(x, pad)))
             expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to blk.attention(x, pad_mask)")
+    blk, x, pad = _test_blocks(False)[1]
+    with torch.no_grad(): on_device(fn, blk, x, pad)
 
 def _postnorm_wrongs(blk, x, D):
     "(wrong output, hint) pairs of the usual post-norm mistakes, with `D` as the attention's dropout"
@@ -233,6 +236,8 @@ def check_prenorm_block(fn):
             out = _block_call(fn, blk, x, pad)
             hp = x + D(Ao(N1(x), pad))
             expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to blk.attention(..., pad_mask)")
+    blk, x, pad = _test_blocks(True)[1]
+    with torch.no_grad(): on_device(fn, blk, x, pad)
 
 def _prenorm_wrongs(blk, x, D):
     "(wrong output, hint) pairs of the usual pre-norm mistakes, with `D` as the attention's dropout"

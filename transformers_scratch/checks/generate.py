@@ -88,6 +88,7 @@ def check_sample(fn):
             out = _call_on(fn, rand(5, 9, seed=2, dtype=dt), 0.8)
             expect_shape(out, (5,), f'the ids sampled from {dt} logits')
             expect(out.dtype == torch.long, f"return the ids as a LongTensor whatever the logits' dtype, got {out.dtype} for {dt} logits")
+    on_device(fn, rand(2, 9, seed=3))
 
 # %% ../../nbs/20_generate.ipynb #d8f81883
 #| code-fold: true
@@ -161,6 +162,7 @@ def check_top_k(fn):
         expect(not bool((n == k).all()), f"for k={k} the wrong tokens were kept: keep the k largest logits of each row")
         expect(False, f"for k={k} and logits of shape {tuple(logits.shape)} each row should keep {k} tokens, you kept {n.flatten().tolist()[:6]}: "
                "is a size hard-coded?")
+    on_device(fn, rand(2, 9, seed=3), 3)
 
 # %% ../../nbs/20_generate.ipynb #2d1bc7a8
 #| code-fold: true
@@ -209,3 +211,4 @@ def check_top_p(fn):
         expect(not bool((keep == ascending).all()), "you kept the least probable tokens: sort in decreasing order (descending=True)")
         expect(not bool((keep == _slow_top_p(probs, 0.9)).all()) or p == 0.9, f"you kept the nucleus for p=0.9, not for the p you were given (p={p})")
         expect(False, f"for p={p} the wrong tokens were kept: keep the most probable tokens until their probabilities add up to p")
+    on_device(fn, rand(2, 9, seed=3), 0.8)

@@ -26,11 +26,10 @@ def check_lm_pair(fn):
     for ids, cases in ((randint(0, 1000, (61,), seed=0), ((0, 5), (3, 5), (17, 8), (52, 8))),   # 52 + 8 + 1 = 61: the last window that fits
                        (randint(0, 50, (12,), seed=1), ((4, 1), (0, 11), (2, 9)))):              # a window of one token; the whole text
         for i, n in cases:
-            try: out = call_checked(fn, ids, i, n)
-            except (CheckError, TODO): raise
-            except Exception as ex:
-                raise CheckError(f"for {len(ids)} ids, i={i}, seq_len={n} your code raised {type(ex).__name__}: {str(ex)[:60]} "
-                                 "(nothing hard-coded: use i, seq_len and the ids you are given)") from None
+            def _hint(ex, args):
+                return (f"for {len(ids)} ids, i={i}, seq_len={n} your code raised {type(ex).__name__}: {str(ex)[:60]} "
+                                 "(nothing hard-coded: use i, seq_len and the ids you are given)")
+            out = Runs(fn, on_error=_hint)(ids, i, n)
             expect(isinstance(out, (tuple, list)) and len(out) == 2, "return a pair (x, y)")
             x, y = out
             expect(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor), f"x and y should be tensors, got {type(x).__name__} and {type(y).__name__}")
@@ -53,6 +52,7 @@ def check_lm_pair(fn):
                    "the window starts at token i, not at i * seq_len: x = ids[i : i+seq_len]")
             expect(torch.equal(x, rx), f"x should be the window ids[i : i+seq_len] (here ids[{i}:{i + n}])")
             expect(False, f"y should be ids[i+1 : i+seq_len+1] (here ids[{i + 1}:{i + n + 1}])")
+    on_device(fn, randint(0, 50, (12,), seed=1), 2, 5)
 
 # %% ../../nbs/21_lm.ipynb #eb26b611
 #| code-fold: true
@@ -70,16 +70,15 @@ def check_causal_scores(fn):
     for k, (shape, dt) in enumerate(cases):
         s = rand(*shape, seed=k, dtype=dt)
         tq, tk = shape[-2:]
-        try: out = call_checked(fn, s)
-        except (CheckError, TODO): raise
-        except Exception as e:
+        def _hint(e, args):
             msg = f"{type(e).__name__}: {str(e)[:60]}"
-            if 'overflow' in str(e): raise CheckError(f"your fill value does not fit in {dt} ({msg}): fill with neg_fill(scores.dtype) "
-                                                      "or -inf, not a fixed -1e9 or float32's minimum") from None
-            if len(shape) != 4: raise CheckError(f"scores of shape {shape} (any leading dims) raised {msg}: take t_q, t_k from "
-                                                 "scores.shape[-2:]") from None
-            if tq != tk: raise CheckError(f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({msg})") from None
-            raise CheckError(f"scores of shape {shape} raised {msg}: nothing hard-coded, take the sizes from the scores") from None
+            if 'overflow' in str(e): return (f"your fill value does not fit in {dt} ({msg}): fill with neg_fill(scores.dtype) "
+                                                      "or -inf, not a fixed -1e9 or float32's minimum")
+            if len(shape) != 4: return (f"scores of shape {shape} (any leading dims) raised {msg}: take t_q, t_k from "
+                                                 "scores.shape[-2:]")
+            if tq != tk: return (f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({msg})")
+            return (f"scores of shape {shape} raised {msg}: nothing hard-coded, take the sizes from the scores")
+        out = Runs(fn, on_error=_hint)(s)
         expect(not (shape[0] == 1 and isinstance(out, torch.Tensor) and out.shape == s.shape[1:]), "for a batch of one the batch dim is gone: a stray .squeeze()?")
         expect_like(out, s, 'the masked scores')
         fut = _slow_future(tq, tk)
@@ -99,3 +98,4 @@ def check_causal_scores(fn):
                "with fewer queries than keys the queries are the *last* positions: shift the diagonal by t_k - t_q")
         expect(torch.equal(hidden, fut), f"the wrong scores are masked for (t_q, t_k) = ({tq}, {tk}): hide key j from query i when j > t_k - t_q + i")
         expect(False, "the scores that are not masked changed: leave them as they are")
+    on_device(fn, rand(2, 3, 2, 4, seed=9))

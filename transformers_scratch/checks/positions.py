@@ -36,12 +36,11 @@ def _pe_wrongs(t, e, ref):
 def check_sinusoidal_encoding(fn):
     "Check `fn(t, e)` against a double loop over `math.sin`/`math.cos` for several sizes (even and odd `e`, a single position), and name the usual mistakes"
     for t, e in ((50, 16), (8, 8), (1, 6), (61, 10), (13, 7), (4, 5)):
-        try: out = call_checked(fn, t, e)
-        except (CheckError, TODO): raise
-        except Exception as ex:
+        def _hint(ex, args):
             why = (f"make it work for odd e (e={e} gives {(e + 1) // 2} sines and {e // 2} cosines, the last dim is a sine)" if e % 2
                    else f"build every size from t and e, nothing hard-coded")
-            raise CheckError(f"sinusoidal_encoding({t}, {e}) raised {type(ex).__name__}: {str(ex)[:60]}; {why}") from None
+            return (f"sinusoidal_encoding({t}, {e}) raised {type(ex).__name__}: {str(ex)[:60]}; {why}")
+        out = Runs(fn, on_error=_hint)(t, e)
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
         expect(not (t == 1 and tuple(out.shape) == (e,)), "for t=1 the result is (1, e): a stray .squeeze() dropped the position dim")
         expect(not (tuple(out.shape) == (e, t) and t != e) and not same(out, _pe_loop(t, e).T) and not same(out, _pe_loop(e, t).T),
@@ -77,11 +76,10 @@ def check_positions_from_pad(fn):
     for pm in _pad_masks():
         b, t = pm.shape
         ref = torch.tensor([[int(pm[i, :j].sum()) for j in range(t)] for i in range(b)])     # real tokens before j
-        try: out = call_checked(fn, pm)
-        except (CheckError, TODO): raise
-        except Exception as ex:
-            raise CheckError(f"for a mask of shape {(b, t)} your code raised {type(ex).__name__}: {str(ex)[:60]} "
-                             f"(nothing hard-coded: take b and t from the mask)") from None
+        def _hint(ex, args):
+            return (f"for a mask of shape {(b, t)} your code raised {type(ex).__name__}: {str(ex)[:60]} "
+                             f"(nothing hard-coded: take b and t from the mask)")
+        out = Runs(fn, on_error=_hint)(pm)
         expect(not (b == 1 and isinstance(out, torch.Tensor) and tuple(out.shape) == (t,)),
                f"for a batch of one the result is (1, {t}): a stray .squeeze() dropped the batch dim")
         expect_shape(out, pm.shape)
@@ -100,3 +98,4 @@ def check_positions_from_pad(fn):
         expect(not torch.equal(out[pm], ((~pm).long().cumsum(1) - 1).clamp(min=0)[pm]) and not torch.equal(out[pm], (~pm).long().cumsum(1)[pm]),
                "you counted the pads: pad_mask is True at the real tokens, False at the pads")
         expect(torch.equal(out[pm], ref[pm]), "wrong positions at the real tokens: count the real tokens before each one")
+    on_device(fn, _pad_masks()[0])

@@ -46,6 +46,7 @@ def check_valid_lens(fn):
         s = rand(b, 3, t, seed=seed)                      # the two masked softmaxes agree on these lengths
         expect(same(masked_softmax_lens(s, out), masked_softmax(s, (x != pad)[:, None, :])),
                "masked_softmax_lens with your lengths disagrees with the padding mask")
+    on_device(fn, randint(0, 9, (2, 5), seed=3))
 
 # %% ../../nbs/30_seq2seq.ipynb #caae9781
 #| code-fold: true
@@ -127,6 +128,7 @@ def check_cross_attention(fn):
                 "dropout with p = ca.dropout on the attention weights: use ca.dropout, not a constant")
     expect(same(outs.mean(0), _ref_cross(ca, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
            "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
+    with torch.no_grad(): on_device(fn, *_cross_fixtures()[1])
 
 # %% ../../nbs/30_seq2seq.ipynb #e69b7a23
 #| code-fold: true
@@ -199,6 +201,8 @@ def check_decoder_block(fn):
         a, c = fn(blk, x, m, pad, mpad), fn(blk, x, m, pad, mpad)
     blk.eval()
     expect(not torch.equal(a, c), "in training mode the block should be random: use blk.do (dropout) after the sublayers")
+    blk, x, m, pad, mpad = _decoder_fixtures()[1]
+    with torch.no_grad(): on_device(fn, blk.eval(), x, m, pad, mpad)
 
 # %% ../../nbs/30_seq2seq.ipynb #fe9f2799
 #| code-fold: true
@@ -242,6 +246,7 @@ def check_teacher_forcing(fn):
         expect(bool((dec[:, 0] == bos).all()), f"the decoder input must start with bos_idx={bos}")
         expect(torch.equal(lab, rlab), "the labels are wrong: the target's tokens, then eos_idx, then padding")
         expect(False, "the decoder input is wrong: bos_idx, then the target's tokens")
+    on_device(fn, randint(4, 9, (2, 5), seed=3))
 
 # %% ../../nbs/30_seq2seq.ipynb #5873b761
 #| code-fold: true
