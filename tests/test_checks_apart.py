@@ -35,3 +35,25 @@ def test_unknown_names_still_raise():
     import transformers_scratch.attention as a
     with pytest.raises(AttributeError): a.no_such_name
     with pytest.raises(AttributeError): a.check_no_such_check
+
+ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
+NBS = {'selfattention': '01_selfattention', 'attention': '02_attention', 'masks': '03_masks', 'positions': '04_positions',
+       'block': '05_block', 'generate': '20_generate', 'lm': '21_lm', 'seq2seq': '30_seq2seq', 'mlm': '40_mlm'}
+
+@pytest.mark.parametrize('mod', LESSONS)
+def test_check_cells_folded_above_their_exercise(mod):
+    "One layout everywhere: prose -> folded check definition -> `#| exercise` stub and call -> solution -> check on it"
+    import json
+    cells = [c for c in json.loads((ROOT/'nbs'/f'{NBS[mod]}.ipynb').read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'code']
+    src = [''.join(c['source']) for c in cells]
+    defs = [i for i, s in enumerate(src) if re.match(rf'#\|\s*export checks\.{mod}\b', s)]
+    assert defs, f"{NBS[mod]}: no cell exports to checks.{mod}"
+    for i in defs:
+        s, names = src[i], re.findall(r'^def (check_\w+)', src[i], re.M)
+        assert cells[i]['metadata'].get('cellView') == 'form' and '#| code-fold: true' in s, f"{names}: not folded"
+        assert re.search(r'^# @title check_', s, re.M), f"{names}: no `# @title check_...` for Colab's form view"
+        for n in names:
+            uses = [j for j, t in enumerate(src) if j != i and re.search(rf'\b{n}\(', t)]
+            assert uses and min(uses) > i, f"{NBS[mod]}: {n} is called before the cell that defines it"
+    for i, s in enumerate(src):   # no check defined anywhere else, so the model module holds none
+        if re.match(r'#\|\s*export\s*$', s.split('\n')[0]): assert '@checker' not in s, f"{NBS[mod]}: a check in an `#| export` cell"
