@@ -43,6 +43,7 @@ def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True
         elif fill == 'inverted': w = w.masked_fill(mk, neg_fill(w.dtype))
         elif fill == '+inf': w = w.masked_fill(~mk, float('inf'))
         elif fill == 'zero': w = w.masked_fill(~mk, 0.)
+        elif fill in ('-inf', -1e9, 'finfo32'): w = w.masked_fill(~mk, float('-inf') if fill == '-inf' else torch.finfo(torch.float32).min if fill == 'finfo32' else fill)
         elif fill == 'after': after = mk
     w = F.softmax(w, -1)
     if after is not None: w = w * after
@@ -63,6 +64,17 @@ def ca_no_unify(ca, x, m, pm=None):        return _ca(ca, x, m, pm, unify=False)
 def ca_no_dropout(ca, x, m, pm=None):      return _ca(ca, x, m, pm, p=0.)
 def ca_dropout_half(ca, x, m, pm=None):    return _ca(ca, x, m, pm, p=0.6)
 def ca_inplace(ca, x, m, pm=None):         return _ca(ca, x, m, pm, inplace=True)
+
+def ca_minus_inf(ca, x, m, pm=None):      return _ca(ca, x, m, pm, fill='-inf')     # NaN where the memory is all padding
+def ca_minus_1e9(ca, x, m, pm=None):      return _ca(ca, x, m, pm, fill=-1e9)       # does not fit in float16
+def ca_finfo32(ca, x, m, pm=None):        return _ca(ca, x, m, pm, fill='finfo32')  # float32's minimum: not in float16
+def ca_cpu_scale(ca, x, m, pm=None):                                                 # a new tensor on the CPU
+    return _ca(ca, x, m, pm, scale=None) * torch.ones(x.size(-1), dtype=x.dtype)
+
+def test_check_cross_attention_families():   # issue 16: all-padding rows, half-precision fills, the device
+    assert_check(check_cross_attention, cross_attention, [
+        (ca_minus_inf, 'NaN.*all padding'), (ca_minus_1e9, 'float16.*neg_fill'), (ca_finfo32, 'float16.*neg_fill'),
+        (ca_cpu_scale, "stay on the inputs' device")])
 
 def test_check_cross_attention():
     assert_check(check_cross_attention, cross_attention, [

@@ -128,6 +128,18 @@ def check_cross_attention(fn):
                 "dropout with p = ca.dropout on the attention weights: use ca.dropout, not a constant")
     expect(same(outs.mean(0), _ref_cross(ca, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
            "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
+    ca, x, m, pm = _cross_fixtures()[1]
+    pm0 = pm.clone(); pm0[2] = False                        # the third sentence's memory is all padding
+    for dt in (torch.float32, torch.float16):               # and the fill must fit in half precision (-1e9 does not)
+        c, xx, mm = copy.deepcopy(ca).to(dt), x.to(dt), m.to(dt)
+        run = Runs(fn, on_error=lambda e, a: f"your code raised {type(e).__name__} in {dt} ({str(e)[:60]}): fill with "
+                   "neg_fill(scores.dtype), which fits every dtype, not a fixed -1e9 or float32's minimum")
+        with torch.no_grad(): out = run(c, xx, mm, pm0)
+        run.like(out, xx)
+        expect(not torch.isnan(out).any(), f"NaN in {dt} for a sentence whose memory is all padding: fill masked scores "
+               "with neg_fill(scores.dtype), a finite number, not -inf")
+        expect(same(out, _ref_cross(c, xx, mm, pm0), atol=2e-2 if dt == torch.float16 else 1e-5, rtol=2e-2),
+               f"wrong output in {dt} when a sentence's memory is all padding")
     with torch.no_grad(): on_device(fn, *_cross_fixtures()[1])
 
 # %% ../../nbs/30_seq2seq.ipynb #e69b7a23
