@@ -132,6 +132,25 @@ def tf_float(t, bos_idx=2, eos_idx=3, pad_idx=1):      return tuple(o.float() fo
 def tf_inplace(t, bos_idx=2, eos_idx=3, pad_idx=1):
     out = teacher_forcing(t, bos_idx, eos_idx, pad_idx); t.fill_(pad_idx); return out
 
+def _db_do(blk, x, m, pad=None, mpad=None, sites='sc'):
+    "The solution with `blk.do` after the sublayers in `sites` only"
+    do = lambda k, t: blk.do(t) if k in sites else t
+    if blk.prenorm:
+        h = x + do('s', blk.attention(blk.norm1(x), pad))
+        h = h + do('c', blk.cross_attention(blk.norm2(h), m, mpad))
+        return h + do('a', blk.ff(blk.norm3(h)))
+    h = blk.norm1(x + do('s', blk.attention(x, pad)))
+    h = blk.norm2(h + do('c', blk.cross_attention(h, m, mpad)))
+    return blk.norm3(h + do('a', blk.ff(h)))
+def db_do_self_only(blk, x, m, pad=None, mpad=None):  return _db_do(blk, x, m, pad, mpad, 's')
+def db_do_cross_only(blk, x, m, pad=None, mpad=None): return _db_do(blk, x, m, pad, mpad, 'c')
+def db_do_everywhere(blk, x, m, pad=None, mpad=None): return _db_do(blk, x, m, pad, mpad, 'sca')
+
+def test_check_decoder_block_dropout_sites():   # issue 16: each dropout site on its own, not only "two calls differ"
+    assert_check(check_decoder_block, decoder_block, [
+        (db_do_self_only, 'missing after the cross-attention'), (db_do_cross_only, 'missing after the self-attention'),
+        (db_do_everywhere, 'after the MLP too')])
+
 def test_check_teacher_forcing():
     assert_check(check_teacher_forcing, teacher_forcing, [
         (stub, 'not solved'), (tf_eos_at_end, 'after the padding'), (tf_no_eos, 'no EOS'), (tf_swapped, 'swapped'),

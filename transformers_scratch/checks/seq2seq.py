@@ -175,6 +175,19 @@ def _ref_block(blk, x, m, pad, mpad, order='sca', res=(1, 1, 1), mem_norm=False,
         h = (r * h + f(n(h))) if pre else n(r * h + f(h))
     return h
 
+class _Halve(nn.Module):
+    "A stand-in for `blk.do` that halves its input, so that each place dropout is applied shows in the output"
+    def forward(self, t): return t / 2
+
+def _ref_do(blk, x, m, pad, mpad, sites='sc'):
+    "The decoder block with `blk.do` after the sublayers named in `sites` ('s' self-, 'c' cross-attention, 'a' MLP)"
+    N, subs = (blk.norm1, blk.norm2, blk.norm3), {'s': lambda h: blk.attention(h, pad), 'c': lambda h: blk.cross_attention(h, m, mpad), 'a': blk.ff}
+    h = x
+    for i, key in enumerate('sca'):
+        f = (lambda h, f=subs[key]: blk.do(f(h))) if key in sites else subs[key]
+        h = h + f(N[i](h)) if blk.prenorm else N[i](h + f(h))
+    return h
+
 @checker
 def check_decoder_block(fn):
     "Check `fn(blk, x, memory, pad_mask, memory_pad_mask)` against the block written out, pre-norm and post-norm"
@@ -207,6 +220,20 @@ def check_decoder_block(fn):
                                "blk.attention(h, pad_mask)"))
             diagnose(out, ref, wrongs, f"the values of the {kind} block are wrong: self-attention, cross-attention, MLP, "
                      "each with its residual and its norm")
+    for blk, x, m, pad, mpad in _decoder_fixtures()[:2]:  # each dropout site on its own: blk.do replaced by a halving
+        blk = copy.deepcopy(blk).eval(); blk.do = _Halve()
+        with torch.no_grad():
+            out = Runs(fn)(blk, x, m, pad, mpad)
+            diagnose(out, _ref_do(blk, x, m, pad, mpad), [
+                (_ref_do(blk, x, m, pad, mpad, 'c'), "blk.do is missing after the self-attention: each attention's output "
+                 "goes through dropout before its residual"),
+                (_ref_do(blk, x, m, pad, mpad, 's'), "blk.do is missing after the cross-attention: each attention's output "
+                 "goes through dropout before its residual"),
+                (_ref_do(blk, x, m, pad, mpad, ''), "blk.do is never applied: dropout goes after the self-attention and "
+                 "after the cross-attention"),
+                (_ref_do(blk, x, m, pad, mpad, 'sca'), "blk.do after the MLP too: blk.ff ends with its own dropout, apply "
+                 "blk.do after the two attentions only")],
+                "dropout (blk.do) goes after the self-attention and after the cross-attention, before each residual")
     blk, x, m, pad, mpad = _decoder_fixtures()[1]        # dropout=0.2, in training mode
     blk.train()
     with torch.no_grad():
