@@ -14,7 +14,7 @@ def test_both_import_paths_give_the_same_check(mod):
     exec(f"from transformers_scratch.{mod} import {', '.join(names)}", ns)   # where users import them today
     for n in names: assert ns[n] is getattr(checks, n), n
 
-@pytest.mark.parametrize('mod', [m for m in LESSONS if m != 'lm'])
+@pytest.mark.parametrize('mod', LESSONS)
 def test_model_modules_define_no_checks(mod):
     m = importlib.import_module(f'transformers_scratch.{mod}')
     src = inspect.getsource(m)
