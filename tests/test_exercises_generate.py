@@ -2,6 +2,7 @@
 import pytest, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.generate import check_sample, sample, check_top_k, top_k_filter, check_top_p, top_p_filter
+from transformers_scratch.checks.generate import *   # the exercise checks (the model module forwards check_* names here too)
 
 def stub(*args): raise TODO("write it")
 NEG = float('-inf')
@@ -94,8 +95,15 @@ def s_range2(z, T=1.0): return torch.stack([torch.multinomial(_p(z[i], T), 1) fo
 def s_default_07(z, T=0.7): return torch.multinomial(_p(z, T), 1).squeeze(-1)
 def s_gumbel(z, T=1.0): return (z / T - torch.log(-torch.log(torch.rand_like(z, dtype=torch.float32)))).argmax(-1)   # right
 def s_inverse_cdf(z, T=1.0):                                 # right: one uniform number per row
+    u = torch.rand(z.shape[:-1] + (1,), device=z.device)
+    return (_p(z.float(), T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
+
+def s_inverse_cdf_cpu(z, T=1.0):                             # the uniform numbers are drawn on the CPU
     u = torch.rand(z.shape[:-1] + (1,))
     return (_p(z.float(), T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
+
+def test_sample_device():   # issue 16: run on `meta` (or the GPU), new tensors must follow the logits
+    assert_check(check_sample, sample, [(s_inverse_cdf_cpu, "stay on the inputs' device")])
 
 def test_sample_issue11():
     assert_check(check_sample, sample, [

@@ -3,6 +3,7 @@ import pytest, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.masks import neg_fill
 from transformers_scratch.lm import check_lm_pair, lm_pair, check_causal_scores, causal_scores
+from transformers_scratch.checks.lm import *   # the exercise checks (the model module forwards check_* names here too)
 
 def stub(*args): raise TODO("write it")
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -22,7 +23,11 @@ def test_lm_pair():
     assert_check(check_lm_pair, lambda ids, i, n: (ids[i:][:n], ids[i:][1:n + 1]))   # any right way passes
 
 def _fill(s, hide, v=None): return s.masked_fill(hide, neg_fill(s.dtype) if v is None else v)
-def tri(s, d): return torch.ones(s.shape[-2:], dtype=torch.bool).triu(d)
+def tri(s, d): return torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(d)
+
+def test_causal_scores_device():   # issue 16: a mask made on the CPU
+    assert_check(check_causal_scores, causal_scores, [
+        (lambda s: _fill(s, torch.ones(s.shape[-2:], dtype=torch.bool).triu(s.size(-1) - s.size(-2) + 1)), "stay on the inputs' device")])
 
 def test_causal_scores():
     assert_check(check_causal_scores, causal_scores, [

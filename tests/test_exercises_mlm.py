@@ -3,6 +3,7 @@ import torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.mlm import (check_mask_tokens, mask_tokens, check_masked_lm_loss, masked_lm_loss,
                                       check_masked_accuracy, masked_accuracy)
+from transformers_scratch.checks.mlm import *   # the exercise checks (the model module forwards check_* names here too)
 
 def stub(*args, **kwargs): raise TODO("write it")
 
@@ -90,3 +91,43 @@ def test_masked_accuracy():
         (lambda l, y: masked_accuracy(l, y) + 0.01, 'differs'),
         (lambda l, y: masked_accuracy(l.masked_fill_(l > 5, 5.), y), 'in place'),
     ])
+
+
+# --- issue 16: the families lessons 01-05 already reject -----------------------------------------------------------
+def ml_view(l, y):        return F.cross_entropy(l.view(-1, l.size(-1)), y.view(-1))           # fails on sliced logits
+def ml_detach(l, y):      return _ce(l.detach(), y)                                              # no gradient
+def ml_log_softmax(l, y): return F.nll_loss(torch.log(l.softmax(-1)).flatten(0, -2), y.flatten())  # inf on large logits
+def ml_cpu_weight(l, y):  return _ce(l, y, weight=torch.ones(l.size(-1), dtype=l.dtype))        # a new tensor on the CPU
+
+def test_masked_lm_loss_families():
+    assert_check(check_masked_lm_loss, masked_lm_loss, [
+        (ml_view, 'non-contiguous'), (ml_detach, 'no gradient'), (ml_log_softmax, 'large logits'),
+        (ml_cpu_weight, "stay on the inputs' device")])
+
+def acc_nan_empty(l, y):
+    sel = y != -100
+    return (l.argmax(-1)[sel] == y[sel]).float().mean()                                          # NaN for an empty batch
+def acc_long_empty(l, y):
+    sel = y != -100
+    if not sel.any(): return torch.zeros((), dtype=torch.long, device=l.device)                  # a long 0 for an empty batch
+    return ((l.argmax(-1) == y) & sel).sum().float() / sel.sum().float()
+def acc_cpu(l, y):
+    sel = y != -100
+    return ((l.argmax(-1) == y) & sel).sum().cpu().float() / sel.sum().clamp(min=1).cpu().float()  # leaves the device
+
+def test_masked_accuracy_families():
+    assert_check(check_masked_accuracy, masked_accuracy, [(acc_nan_empty, 'not NaN'), (acc_long_empty, 'empty batch'), (acc_cpu, "stay on the inputs' device")])
+
+def mt_cpu(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
+    "the solution's algorithm, but its random draws are made on the CPU whatever the device of `x`"
+    if not 0 < p < 1: raise ValueError(f"p: expected a probability in (0, 1), got {p}")
+    u, r = torch.rand(x.shape, generator=generator), torch.rand(x.shape, generator=generator)
+    rnd = torch.randint(0, n_tokens, x.shape, generator=generator)
+    sel = (x != pad_idx) & ~torch.isin(x, torch.tensor(list(special_ids), dtype=x.dtype, device=x.device)) & (u < p)
+    inp = torch.where(sel & (r < 0.8), torch.full_like(x, mask_idx), x)
+    inp = torch.where(sel & (r >= 0.8) & (r < 0.9), rnd, inp)
+    return inp, torch.where(sel, x, torch.full_like(x, -100))
+
+def test_mask_tokens_families():
+    assert_check(check_mask_tokens, mask_tokens, [
+        (mk(rnd_hi=lambda x, n: n + 1), r'lie in \[0, (n_tokens|202)\)'), (mt_cpu, "stay on the inputs' device")])

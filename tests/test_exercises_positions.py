@@ -2,6 +2,7 @@
 import math, pytest, torch
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.positions import *
+from transformers_scratch.checks.positions import *   # the exercise checks (the model module forwards check_* names here too)
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -117,7 +118,14 @@ def pp_pad_minus1(m):   return torch.where(m, m.long().cumsum(1) - 1, -1)
 def pp_hard_t(m):       return (torch.arange(6) - (~m).long().sum(1, keepdim=True)).clamp(min=0)
 def pp_first_index(m):                                 # also right for front- and end-padded rows
     first = m.long().argmax(1, keepdim=True)
+    return (torch.arange(m.size(1), device=m.device) - first).clamp(min=0)
+
+def pp_first_index_cpu(m):                             # the arange is made on the CPU
+    first = m.long().argmax(1, keepdim=True)
     return (torch.arange(m.size(1)) - first).clamp(min=0)
+
+def test_check_positions_from_pad_device():   # issue 16
+    assert_check(check_positions_from_pad, positions_from_pad, [(pp_first_index_cpu, "stay on the inputs' device")])
 
 def test_check_positions_from_pad_issue11():
     assert_check(check_positions_from_pad, positions_from_pad, [

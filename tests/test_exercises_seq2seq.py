@@ -4,6 +4,7 @@ from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.masks import neg_fill
 from transformers_scratch.attention import split_heads, merge_heads
 from transformers_scratch.seq2seq import *
+from transformers_scratch.checks.seq2seq import *   # the exercise checks (the model module forwards check_* names here too)
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -42,6 +43,7 @@ def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True
         elif fill == 'inverted': w = w.masked_fill(mk, neg_fill(w.dtype))
         elif fill == '+inf': w = w.masked_fill(~mk, float('inf'))
         elif fill == 'zero': w = w.masked_fill(~mk, 0.)
+        elif fill in ('-inf', -1e9, 'finfo32'): w = w.masked_fill(~mk, float('-inf') if fill == '-inf' else torch.finfo(torch.float32).min if fill == 'finfo32' else fill)
         elif fill == 'after': after = mk
     w = F.softmax(w, -1)
     if after is not None: w = w * after
@@ -62,6 +64,17 @@ def ca_no_unify(ca, x, m, pm=None):        return _ca(ca, x, m, pm, unify=False)
 def ca_no_dropout(ca, x, m, pm=None):      return _ca(ca, x, m, pm, p=0.)
 def ca_dropout_half(ca, x, m, pm=None):    return _ca(ca, x, m, pm, p=0.6)
 def ca_inplace(ca, x, m, pm=None):         return _ca(ca, x, m, pm, inplace=True)
+
+def ca_minus_inf(ca, x, m, pm=None):      return _ca(ca, x, m, pm, fill='-inf')     # NaN where the memory is all padding
+def ca_minus_1e9(ca, x, m, pm=None):      return _ca(ca, x, m, pm, fill=-1e9)       # does not fit in float16
+def ca_finfo32(ca, x, m, pm=None):        return _ca(ca, x, m, pm, fill='finfo32')  # float32's minimum: not in float16
+def ca_cpu_scale(ca, x, m, pm=None):                                                 # a new tensor on the CPU
+    return _ca(ca, x, m, pm, scale=None) * torch.ones(x.size(-1), dtype=x.dtype)
+
+def test_check_cross_attention_families():   # issue 16: all-padding rows, half-precision fills, the device
+    assert_check(check_cross_attention, cross_attention, [
+        (ca_minus_inf, 'NaN.*all padding'), (ca_minus_1e9, 'float16.*neg_fill'), (ca_finfo32, 'float16.*neg_fill'),
+        (ca_cpu_scale, "stay on the inputs' device")])
 
 def test_check_cross_attention():
     assert_check(check_cross_attention, cross_attention, [
@@ -118,6 +131,25 @@ def tf_short(t, bos_idx=2, eos_idx=3, pad_idx=1):      return torch.cat([_col(t,
 def tf_float(t, bos_idx=2, eos_idx=3, pad_idx=1):      return tuple(o.float() for o in teacher_forcing(t, bos_idx, eos_idx, pad_idx))
 def tf_inplace(t, bos_idx=2, eos_idx=3, pad_idx=1):
     out = teacher_forcing(t, bos_idx, eos_idx, pad_idx); t.fill_(pad_idx); return out
+
+def _db_do(blk, x, m, pad=None, mpad=None, sites='sc'):
+    "The solution with `blk.do` after the sublayers in `sites` only"
+    do = lambda k, t: blk.do(t) if k in sites else t
+    if blk.prenorm:
+        h = x + do('s', blk.attention(blk.norm1(x), pad))
+        h = h + do('c', blk.cross_attention(blk.norm2(h), m, mpad))
+        return h + do('a', blk.ff(blk.norm3(h)))
+    h = blk.norm1(x + do('s', blk.attention(x, pad)))
+    h = blk.norm2(h + do('c', blk.cross_attention(h, m, mpad)))
+    return blk.norm3(h + do('a', blk.ff(h)))
+def db_do_self_only(blk, x, m, pad=None, mpad=None):  return _db_do(blk, x, m, pad, mpad, 's')
+def db_do_cross_only(blk, x, m, pad=None, mpad=None): return _db_do(blk, x, m, pad, mpad, 'c')
+def db_do_everywhere(blk, x, m, pad=None, mpad=None): return _db_do(blk, x, m, pad, mpad, 'sca')
+
+def test_check_decoder_block_dropout_sites():   # issue 16: each dropout site on its own, not only "two calls differ"
+    assert_check(check_decoder_block, decoder_block, [
+        (db_do_self_only, 'missing after the cross-attention'), (db_do_cross_only, 'missing after the self-attention'),
+        (db_do_everywhere, 'after the MLP too')])
 
 def test_check_teacher_forcing():
     assert_check(check_teacher_forcing, teacher_forcing, [
@@ -180,6 +212,26 @@ def gd_minus1(m, s, max_len=50, bos_idx=2, eos_idx=3):    return _gd(m, s, max_l
 def gd_hard_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, 2, eos_idx)
 def gd_list(m, s, max_len=50, bos_idx=2, eos_idx=3):      return _gd(m, s, max_len, bos_idx, eos_idx, as_list=True)
 def gd_float(m, s, max_len=50, bos_idx=2, eos_idx=3):     return _gd(m, s, max_len, bos_idx, eos_idx).float()
+
+def sl_view(l, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(l.view(-1, l.size(-1)), lab.view(-1), ignore_index=pad_idx, label_smoothing=smoothing)
+def sl_log_softmax(l, lab, pad_idx=1, smoothing=0.):      # right formula, but log(softmax) is -inf on large logits
+    lp, keep = torch.log(F.softmax(l, -1)), lab != pad_idx
+    nll = F.nll_loss(lp.reshape(-1, l.size(-1)), lab.reshape(-1), ignore_index=pad_idx)
+    return (1 - smoothing) * nll + smoothing * (-lp.mean(-1))[keep].mean()
+def sl_cpu_weight(l, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(l.reshape(-1, l.size(-1)), lab.reshape(-1), weight=torch.ones(l.size(-1), dtype=l.dtype),
+                           ignore_index=pad_idx, label_smoothing=smoothing)
+
+def test_check_seq2seq_loss_families():   # issue 16: sliced logits, large logits, new tensors on the CPU
+    assert_check(check_seq2seq_loss, seq2seq_loss, [
+        (sl_view, 'non-contiguous'), (sl_log_softmax, 'large logits'), (sl_cpu_weight, "stay on the inputs' device")])
+
+def gd_train_after(m, s, max_len=50, bos_idx=2, eos_idx=3):   # restores train mode, whatever mode it found
+    out = _gd(m, s, max_len, bos_idx, eos_idx, restore=False); m.train(); return out
+
+def test_check_greedy_decode_from_eval_mode():
+    assert_check(check_greedy_decode, greedy_decode, [(gd_train_after, 'it was in eval mode.*left it in train mode')])
 
 def test_check_greedy_decode():
     assert_check(check_greedy_decode, greedy_decode, [

@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'assert_check', 'rand', 'randint',
-           'call_checked', 'expect_like', 'expect_rate', 'atomic_write', 'validate_output', 'validate_folder',
+           'call_checked', 'expect_like', 'expect_rate', 'describe', 'Runs', 'other_device', 'on_device', 'strided',
+           'expect_grad', 'expect_mode_kept', 'expect_within', 'atomic_write', 'validate_output', 'validate_folder',
            'save_checkpoint', 'load_checkpoint', 'validate_config']
 
 # %% ../nbs/00_core.ipynb #470106b5
@@ -122,6 +123,108 @@ def expect_like(out, ref, what='the output'):
 def expect_rate(observed, expected, tol, hint):
     "Check that a measured rate `observed` is within `tol` of `expected`; `hint` says what is wrong, the numbers are added"
     expect(abs(float(observed) - float(expected)) <= tol, f"{hint} (measured {float(observed):.3f}, expected {float(expected):.3f} ± {tol})")
+
+# %% ../nbs/00_core.ipynb #239d61ab
+def describe(args, kwargs=None):
+    "The tensors among `args`/`kwargs` as shapes and dtypes, modules by their sizes, the rest as values: a fixture, for a hint"
+    def d(a):
+        if isinstance(a, torch.Tensor): return f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
+        if isinstance(a, torch.nn.Module):   # one line: the sizes that matter, not the whole repr
+            return f"{type(a).__name__}({', '.join(f'{k}={getattr(a, k)}' for k in ('emb', 'heads', 'wide') if hasattr(a, k))})"
+        return repr(a)
+    return ', '.join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in (kwargs or {}).items()])
+
+# %% ../nbs/00_core.ipynb #c2a772dd
+class Runs:
+    "Call a learner's `fn` on one fixture after another: inputs must stay unchanged, a crash names the input it hit"
+    def __init__(self, fn, on_error=None):  # `on_error(exception, args)`: a specific hint for a crash, or None
+        self.fn, self.on_error, self.ok, self.shaped = fn, on_error, [], []
+    def __call__(self, *args, **kwargs):
+        d = describe(args, kwargs)
+        try: out = call_checked(self.fn, *args, **kwargs)
+        except (TODO, CheckError): raise
+        except Exception as e:
+            hint = self.on_error(e, args) if self.on_error else None
+            if hint: raise CheckError(hint) from None
+            msg = f"your code raised {type(e).__name__} on ({d}): {str(e).splitlines()[0][:150]}"
+            if self.ok: msg += f" — it ran on ({self.ok[0]}): a hard-coded size, number of dims or dtype?"
+            if isinstance(e, IndexError): msg += " (a loop or an index over a fixed range? take sizes from the inputs)"
+            elif 'invalid for input of size' in str(e): msg += " (a view or reshape to a hard-coded size? take sizes from the inputs)"
+            raise CheckError(msg) from None
+        self.ok.append(d)
+        return out
+    def like(self, out, ref, what='the output'):
+        "`expect_like(out, ref)`, saying which mistake a wrong shape or dtype looks like"
+        expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
+        got, want = tuple(out.shape), tuple(ref.shape)
+        if got != want:
+            if want[:1] == (1,) and got == want[1:]:
+                expect(False, f"{what} should have shape {want}, got {got}: the batch dim of a batch of one is gone "
+                              "(a .squeeze()? it drops every dim of size 1)")
+            if self.shaped: expect(False, f"{what} should have shape {want}, got {got} (it was right for "
+                                          f"{self.shaped[0]}): a size hard-coded instead of taken from the inputs?")
+        expect_shape(out, want, what)
+        expect(out.dtype == ref.dtype, f"{what} should keep the inputs' dtype {ref.dtype}, got {out.dtype}: don't "
+               "convert (.float(), dtype=torch.float32), make new tensors with dtype=x.dtype or torch.*_like")
+        expect_like(out, ref, what)
+        self.shaped.append(want)
+
+# %% ../nbs/00_core.ipynb #fc580a4d
+def other_device():
+    "A device other than the CPU to run a check on: the GPU if there is one, else `meta` (shapes and dtypes, no data)"
+    return 'cuda' if torch.cuda.is_available() else 'meta'
+
+def on_device(fn, *args, **kwargs):
+    "Run `fn` on copies of the tensor (and module) arguments on `other_device()`: the outputs must stay there"
+    dev = other_device()
+    def mv(a):
+        if isinstance(a, torch.Tensor): return a.to(dev)
+        return copy.deepcopy(a).to(dev) if isinstance(a, torch.nn.Module) else a
+    hint = (f"your result does not stay on the inputs' device (tried with device='{dev}'): create new tensors with "
+            "device=x.device (or torch.*_like), not on the CPU, and don't go through Python lists or numpy")
+    try: out = fn(*map(mv, args), **{k: mv(v) for k, v in kwargs.items()})
+    except (TODO, CheckError): raise
+    except Exception as e:   # code that reads values (.item(), boolean indexing) can't run on meta: nothing to judge
+        expect(not any(m in str(e) for m in ('expected device', 'same device', 'Cannot copy out of meta', 'cross-device',
+                                             'device type tensor to numpy')), hint)
+        return None
+    expect(all(o.device.type == torch.device(dev).type for o in (out if isinstance(out, (tuple, list)) else [out])
+               if isinstance(o, torch.Tensor)) and isinstance(out, (torch.Tensor, tuple, list)), hint)
+    return out
+
+# %% ../nbs/00_core.ipynb #2a37bd16
+def strided(x):
+    "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a longer one, as `logits[:, :-1]` is"
+    return torch.cat([x, x[:, :1]], 1)[:, :x.size(1)]
+
+# %% ../nbs/00_core.ipynb #3c3a9fd4
+def expect_grad(out, what='the loss'):
+    "Check that tensor `out` carries a gradient back to its inputs"
+    expect(isinstance(out, torch.Tensor) and out.grad_fn is not None,
+           f"{what} carries no gradient back to the logits: compute it with tensor ops only (no .item(), .detach(), "
+           "torch.tensor(...), numpy or torch.no_grad())")
+
+# %% ../nbs/00_core.ipynb #be56da70
+def expect_mode_kept(fn, model, *args, **kwargs):
+    "Run `fn(model, ...)` from train mode, then from eval mode: `model` must be left as found; returns the last result"
+    was = model.training
+    try:
+        for mode in (True, False):
+            model.train(mode)
+            out = fn(model, *args, **kwargs)
+            now = 'train' if model.training else 'eval'
+            expect(model.training == mode, f"leave the model in the mode you found it: it was in {'train' if mode else 'eval'} "
+                   f"mode and your code left it in {now} mode (save was = model.training, end with model.train(was))")
+    finally: model.train(was)
+    return out
+
+# %% ../nbs/00_core.ipynb #d0eccf26
+def expect_within(out, low, high, what='the values'):
+    "Check that every value of tensor `out` lies in [`low`, `high`)"
+    expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
+    if out.numel() == 0: return
+    lo, hi = out.min().item(), out.max().item()
+    expect(low <= lo and hi < high, f"{what} should lie in [{low}, {high}), got values from {lo} to {hi}")
 
 # %% ../nbs/00_core.ipynb #10135eda
 def _umask():

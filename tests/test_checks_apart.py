@@ -1,0 +1,59 @@
+"Issue 16: the model modules hold models only; each lesson's checks live in `transformers_scratch.checks.<lesson>`."
+import importlib, inspect, re, subprocess, sys
+import pytest
+
+VALIDATORS = set()   # argument validators are named validate_* (issue 16): check_ means an exercise check
+LESSONS = 'selfattention attention masks positions block generate lm seq2seq mlm'.split()
+
+@pytest.mark.parametrize('mod', LESSONS)
+def test_both_import_paths_give_the_same_check(mod):
+    checks = importlib.import_module(f'transformers_scratch.checks.{mod}')
+    names = [n for n in checks.__all__ if n.startswith('check_')]
+    assert names, f"checks.{mod} exports no check"
+    ns = {}
+    exec(f"from transformers_scratch.{mod} import {', '.join(names)}", ns)   # where users import them today
+    for n in names: assert ns[n] is getattr(checks, n), n
+
+@pytest.mark.parametrize('mod', LESSONS)
+def test_model_modules_define_no_checks(mod):
+    m = importlib.import_module(f'transformers_scratch.{mod}')
+    src = inspect.getsource(m)
+    defs = set(re.findall(r'^def (check_\w+)', src, re.M)) - VALIDATORS
+    assert not defs and '@checker' not in src, f"{mod}.py defines an exercise check: {defs}"
+    for bad in ('Runs(', 'on_device(', 'diagnose(', 'call_checked(', 'expect('):
+        assert bad not in src, f"{mod}.py uses grading code: {bad}"
+    assert not any(n.startswith('check_') and n not in VALIDATORS for n in getattr(m, '__all__', []))
+
+def test_model_modules_import_no_grading_code():
+    code = ("import sys, transformers_scratch.attention, transformers_scratch.block, transformers_scratch.seq2seq, "
+            "transformers_scratch.mlm, transformers_scratch.generate\n"
+            "print(sorted(k for k in sys.modules if k.startswith('transformers_scratch.checks')))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == '[]', out
+
+def test_unknown_names_still_raise():
+    import transformers_scratch.attention as a
+    with pytest.raises(AttributeError): a.no_such_name
+    with pytest.raises(AttributeError): a.check_no_such_check
+
+ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
+NBS = {'selfattention': '01_selfattention', 'attention': '02_attention', 'masks': '03_masks', 'positions': '04_positions',
+       'block': '05_block', 'generate': '20_generate', 'lm': '21_lm', 'seq2seq': '30_seq2seq', 'mlm': '40_mlm'}
+
+@pytest.mark.parametrize('mod', LESSONS)
+def test_check_cells_folded_above_their_exercise(mod):
+    "One layout everywhere: prose -> folded check definition -> `#| exercise` stub and call -> solution -> check on it"
+    import json
+    cells = [c for c in json.loads((ROOT/'nbs'/f'{NBS[mod]}.ipynb').read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'code']
+    src = [''.join(c['source']) for c in cells]
+    defs = [i for i, s in enumerate(src) if re.match(rf'#\|\s*export checks\.{mod}\b', s)]
+    assert defs, f"{NBS[mod]}: no cell exports to checks.{mod}"
+    for i in defs:
+        s, names = src[i], re.findall(r'^def (check_\w+)', src[i], re.M)
+        assert cells[i]['metadata'].get('cellView') == 'form' and '#| code-fold: true' in s, f"{names}: not folded"
+        assert re.search(r'^# @title check_', s, re.M), f"{names}: no `# @title check_...` for Colab's form view"
+        for n in names:
+            uses = [j for j, t in enumerate(src) if j != i and re.search(rf'\b{n}\(', t)]
+            assert uses and min(uses) > i, f"{NBS[mod]}: {n} is called before the cell that defines it"
+    for i, s in enumerate(src):   # no check defined anywhere else, so the model module holds none
+        if re.match(r'#\|\s*export\s*$', s.split('\n')[0]): assert '@checker' not in s, f"{NBS[mod]}: a check in an `#| export` cell"
