@@ -37,7 +37,7 @@ def test_unknown_names_still_raise():
     with pytest.raises(AttributeError): a.check_no_such_check
 
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
-NBS = {'selfattention': '01_selfattention', 'attention': '02_attention', 'masks': '03_masks', 'positions': '04_positions',
+NBS = {'selfattention': '01_selfattention', 'attention': '03_attention', 'masks': '02_masks', 'positions': '04_positions',
        'block': '05_block', 'generate': '20_generate', 'lm': '21_lm', 'seq2seq': '30_seq2seq', 'mlm': '40_mlm'}
 
 @pytest.mark.parametrize('mod', LESSONS)

@@ -1,4 +1,4 @@
-"Lesson 02's checks accept the solutions and reject the stub and each typical mistake with its own hint."
+"Lesson 03's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import math
 import torch, torch.nn.functional as F
 import pytest

@@ -1,4 +1,4 @@
-"Each check in lesson 03 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
+"Each check in lesson 02 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import numpy as np
 import torch, torch.nn.functional as F
 import pytest

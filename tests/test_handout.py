@@ -49,7 +49,7 @@ def test_every_lesson_says_which_edition():
         assert 'Solutions edition' in top and f'handout/{p.name}' in top, p.name
 
 # Bad input: exit code 2, one line on stderr naming the problem, no traceback, nothing written.
-def lesson(tmp_path, name='02_attention.ipynb', text=None):
+def lesson(tmp_path, name='03_attention.ipynb', text=None):
     src = tmp_path/'nbs'; src.mkdir(exist_ok=True)
     (src/'01_ok.ipynb').write_text((ROOT/'nbs'/'01_selfattention.ipynb').read_text(encoding='utf-8'), encoding='utf-8')
     if text is not None: (src/name).write_text(text, encoding='utf-8')

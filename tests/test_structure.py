@@ -6,9 +6,6 @@ import pytest, torch
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB, NBS = ROOT/'transformers_scratch', ROOT/'nbs'
-# Known violations, to be removed when fixed: lesson 02's `SelfAttention` uses lesson 03's `causal_mask`,
-# `masked_softmax` and `neg_fill`; the fix is to swap the two lessons (02_masks, 03_attention) and renumber the prose.
-KNOWN_LATER_IMPORTS = {'attention imports masks', '02_attention.ipynb imports masks'}
 MODEL_MODULES = ['runtime', 'selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm']
 
 def _nb_order():
@@ -65,8 +62,7 @@ def test_no_module_imports_from_a_later_lesson():
         for dep in _imports(ast.parse(f.read_text())):
             dep = dep if dep in pos else dep.split('.')[0]
             if dep in pos and pos[dep] > pos[mod]: bad.append(f"{mod} imports {dep}")
-    assert set(bad) - KNOWN_LATER_IMPORTS == set(), bad
-    assert 'attention imports masks' in bad, "fixed: remove it from KNOWN_LATER_IMPORTS"
+    assert bad == [], bad
 
 def test_ls_nbs_is_a_dependency_order():
     "A notebook uses the library only from itself and the notebooks listed before it"
@@ -80,12 +76,12 @@ def test_ls_nbs_is_a_dependency_order():
             for dep in _imports(tree):
                 dep = dep if dep in pos else dep.split('.')[0]
                 if dep in pos and pos[dep] > i: bad.append(f"{nb.name} imports {dep}")
-    assert set(bad) - KNOWN_LATER_IMPORTS == set(), bad
+    assert bad == [], bad
 
 # --- one cache protocol ---------------------------------------------------------------------------------------------
 
 def test_selfattention_takes_any_cache_with_update():
-    "Lesson 02's attention knows only `cache.update(k, v, pad_mask)`, not the cache's class"
+    "Lesson 03's attention knows only `cache.update(k, v, pad_mask)`, not the cache's class"
     from transformers_scratch.attention import SelfAttention
     class Cat:
         k = v = None

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Run a notebook as Colab's *Run all* does, and report how each cell ended.
-Usage (repo root): python tools/colab_run.py nbs/02_attention.ipynb [--json]
+Usage (repo root): python tools/colab_run.py nbs/03_attention.ipynb [--json]
 
 Colab ignores nbdev's `#|` flags, starts in an empty folder and has no nbdev: so every code cell runs, in order,
 `#| slow`, `#| cuda` and `#| exercise` included, in an IPython shell whose working folder is a new empty temporary

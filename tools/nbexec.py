@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Execute notebooks in place so their outputs are saved (skipping #| exercise/slow/cuda cells and nbdev_export).
-Usage (repo root): python tools/nbexec.py nbs/02_attention.ipynb [more...]; then run nbdev_clean.
+Usage (repo root): python tools/nbexec.py nbs/03_attention.ipynb [more...]; then run nbdev_clean.
 With --no-save it only runs them, as nbdev_test does (for the main environment, where nbdev cannot import)."""
 import sys, os, re
 from pathlib import Path

@@ -257,13 +257,13 @@ REPO = 'transformers-scratch/transformers_scratch'    # GitHub owner/name: the C
 BRANCH = 'main'
 
 def colab_url(path):
-    "The URL that opens the repository's notebook `path` (e.g. 'handout/02_attention.ipynb') in Colab"
+    "The URL that opens the repository's notebook `path` (e.g. 'handout/03_attention.ipynb') in Colab"
     return f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/{path}"
 
 # %% ../nbs/90_cli.ipynb #a890a232
 _BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
-def edition_header(name,          # the notebook's file name, e.g. '02_attention.ipynb'
+def edition_header(name,          # the notebook's file name, e.g. '03_attention.ipynb'
                    learner=False, # the learner's edition (`handout/`) or the solutions edition (`nbs/`)
                   ):
     "The markdown at the top of a lesson: its Colab badge, which edition this is and where the other one is"

@@ -32,8 +32,8 @@ def check_raw_weights(fn):
         diagnose(out, _slow_raw_weights(x), [
             (F.softmax(raw, -1), "you applied the softmax already: the raw weights are the dot products themselves"),
             (F.softmax(raw, 1), "you applied the softmax already: the raw weights are the dot products themselves"),
-            (raw / e ** 0.5, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)"),
-            (raw / e, "you scaled by e: the basic operation has no scaling (lesson 02 adds it)"),
+            (raw / e ** 0.5, "you scaled by √e: the basic operation has no scaling (lesson 03 adds it)"),
+            (raw / e, "you scaled by e: the basic operation has no scaling (lesson 03 adds it)"),
             (raw[:1].expand_as(raw), "every sequence got the weights of the first one: compute x xᵀ for each sequence")],
             "the values are wrong: entry [b, i, j] should be the dot product x[b, i] · x[b, j]")
     x = rand(3, 4, 5, seed=3, dtype=torch.bfloat16)
@@ -106,8 +106,8 @@ def _check_self_attention(fn):
             # x xᵀ is symmetric, so a softmax over dim 1 and weights used transposed give the same wrong answer
             (F.softmax(raw, 1) @ x, "the weights of each output (a row of w) must sum to 1: softmax over dim=-1, and y = w x, not wᵀ x"),
             (raw @ x, "you forgot the softmax: the weights must be positive and sum to 1"),
-            (F.softmax(raw / e ** 0.5, -1) @ x, "you scaled by √e: the basic operation has no scaling (lesson 02 adds it)"),
-            (F.softmax(raw / e, -1) @ x, "you scaled by e: the basic operation has no scaling (lesson 02 adds it)"),
+            (F.softmax(raw / e ** 0.5, -1) @ x, "you scaled by √e: the basic operation has no scaling (lesson 03 adds it)"),
+            (F.softmax(raw / e, -1) @ x, "you scaled by e: the basic operation has no scaling (lesson 03 adds it)"),
             ((F.softmax(raw[:1], -1) @ x[:1]).expand_as(x), "every sequence got the output of the first one: attend within each sequence"),
             (F.softmax(raw, -1) @ x[:1], "every sequence averaged the vectors of the first one: y = w x with each sequence's own x"),
             (F.softmax(raw[:1], -1) @ x, "every sequence used the weights of the first one: softmax(x xᵀ) for each sequence")],
