@@ -185,6 +185,7 @@ class SelfAttention(nn.Module):
                  wide=False,          # each head sees all of e (h times the parameters)
                  fast=False,          # use `F.scaled_dot_product_attention`
                  dropout=0.,          # dropout on the attention weights
+                 qkv_bias=False,      # biases on the query, key and value projections (GPT-2 has them)
                 ):
         super().__init__()
         if emb < 1 or heads < 1: raise ValueError(f"emb and heads must be positive, got emb={emb}, heads={heads}")
@@ -193,9 +194,9 @@ class SelfAttention(nn.Module):
                              f"choose heads from {[d for d in range(1, emb + 1) if emb % d == 0][:12]}..., or use wide=True")
         self.emb, self.heads, self.causal, self.wide, self.fast, self.dropout = emb, heads, causal, wide, fast, dropout
         s = emb if wide else emb // heads
-        self.tokeys    = nn.Linear(emb, s * heads, bias=False)
-        self.toqueries = nn.Linear(emb, s * heads, bias=False)
-        self.tovalues  = nn.Linear(emb, s * heads, bias=False)
+        self.tokeys    = nn.Linear(emb, s * heads, bias=qkv_bias)
+        self.toqueries = nn.Linear(emb, s * heads, bias=qkv_bias)
+        self.tovalues  = nn.Linear(emb, s * heads, bias=qkv_bias)
         self.unifyheads = nn.Linear(s * heads, emb)
 
     def _qkv(self, x, pad_mask, cache):
@@ -238,7 +239,8 @@ def to_torch_mha(sa):
     mha = nn.MultiheadAttention(sa.emb, sa.heads, dropout=sa.dropout, batch_first=True)
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.cat([sa.toqueries.weight, sa.tokeys.weight, sa.tovalues.weight]))
-        mha.in_proj_bias.zero_()
+        if sa.tokeys.bias is None: mha.in_proj_bias.zero_()
+        else: mha.in_proj_bias.copy_(torch.cat([sa.toqueries.bias, sa.tokeys.bias, sa.tovalues.bias]))
         mha.out_proj.weight.copy_(sa.unifyheads.weight); mha.out_proj.bias.copy_(sa.unifyheads.bias)
     return mha
 
