@@ -63,6 +63,8 @@ def _parser():
     g.add_argument('--seed', type=int, default=0, help='random seed for training and sampling')
     g.add_argument('--model', help='a checkpoint saved by an earlier `tfs generate --out`, instead of training')
     g.add_argument('--out', help='where to save the trained model (a checkpoint for --model)')
+    g.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="OpenAI's GPT-2 instead of training: a hub name (gpt2, gpt2-medium, "
+                   "gpt2-large, gpt2-xl) or a folder with config.json and model.safetensors (lesson 24)")
     _translate_parser(sub)
     t = sub.add_parser('pretrain', help='pretrain an encoder as a masked language model on review text and save it')
     t.add_argument('--data', choices=['imdb_sample', 'imdb'], default='imdb_sample',
@@ -114,6 +116,11 @@ def _run(a):
     if a.cmd == 'predict':
         from transformers_scratch.classify import predict_text
         return predict_text(a.model, a.text)
+    if a.cmd == 'generate' and a.gpt2:
+        given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
+        if given: raise CLIError(f"tfs generate: error: --gpt2 runs a pretrained GPT-2: drop --{', --'.join(given)}")
+        from transformers_scratch.gpt2 import run_gpt2_generate
+        return run_gpt2_generate(a.gpt2, prompt=a.prompt, n=a.n, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed)
     if a.cmd == 'generate':
         from transformers_scratch.lm import run_generate
         return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, temperature=a.temperature,

@@ -173,7 +173,7 @@ def gpt2_tokenizer(source):
     if p.is_dir() and ((p/'tokenizer.json').is_file() or (p/'vocab.json').is_file() and (p/'merges.txt').is_file()):
         from tokenizers import Tokenizer, ByteLevelBPETokenizer
         tok = Tokenizer.from_file(str(p/'tokenizer.json')) if (p/'tokenizer.json').is_file() else \
-              ByteLevelBPETokenizer(str(p/'vocab.json'), str(p/'merges.txt'))
+              ByteLevelBPETokenizer.from_file(str(p/'vocab.json'), str(p/'merges.txt'))
         eos = tok.token_to_id('<|endoftext|>')
         return BPECodec(lambda s: tok.encode(s).ids, lambda ids: tok.decode(list(ids)), eos, tok.get_vocab_size(), f'tokenizers: {p}')
     if p.is_dir(): raise GPT2Error(f"source: the folder {p} has no tokenizer files (tokenizer.json, or vocab.json and merges.txt)")
