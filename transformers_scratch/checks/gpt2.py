@@ -154,7 +154,7 @@ def check_block_state(fn):
             expect(not missing, f"missing keys for layer {i}: {', '.join(missing[:4])}" + (' ...' if len(missing) > 4 else ''))
             expect(not extra, f"unexpected keys: {', '.join(map(str, extra[:4]))} (our block's names are {', '.join(list(ref)[:3])}, ...)")
             for k in ref:
-                if not (isinstance(out[k], torch.Tensor) and out[k].shape == ref[k].shape and torch.equal(out[k], ref[k])):
+                if not (isinstance(out[k], torch.Tensor) and out[k].shape == ref[k].shape and out[k].dtype == ref[k].dtype and torch.equal(out[k], ref[k])):
                     _block_hint(out, ref, sd, i, depth, k)
             blk = TransformerBlock(e, h, mult, causal=True, prenorm=True, act='gelu_tanh', qkv_bias=True).to(dtype).eval()
             blk.load_state_dict(out)
