@@ -129,3 +129,12 @@ def test_cli_generate_gpt2(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'huggingface.co cannot be reached' in r.stderr, r.stderr
     r = tfs('generate', '--gpt2', str(folder), '--quick')
     assert r.returncode == 2 and '--gpt2 runs a pretrained GPT-2: drop --quick' in r.stderr
+
+def test_cli_classify_gpt2_quick():
+    r = tfs('classify', '--gpt2', 'gpt2', '--quick', '--epochs', '1', env={'TFS_OFFLINE': '1'})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res['quick'] and res['dataset'] == 'imdb_sample' and res['valid_rows'] == 200 and 0 <= res['accuracy'] <= 1
+    assert 'tiny randomly initialised GPT-2-shaped model' in r.stderr
+    r = tfs('classify', '--gpt2', 'gpt2', '--data', 'ag_news')
+    assert r.returncode == 2 and '--gpt2 takes --data imdb_sample or imdb' in r.stderr

@@ -210,7 +210,7 @@ class SelfAttention(nn.Module):
         if cache is not None: k, v, pad_mask = cache.update(k, v, pad_mask)   # all keys so far, and which of them are real
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
-        if self.causal and (mask is not None or tk != t or not self.fast):
+        if self.causal and t > 1 and (mask is not None or tk != t or not self.fast):   # one query (a decoding step) sees every key
             cm = torch.ones(t, tk, dtype=torch.bool, device=x.device).tril(tk - t)  # query i sits at position tk-t+i
             mask = cm if mask is None else mask & cm
         return q, k, v, mask
@@ -222,7 +222,7 @@ class SelfAttention(nn.Module):
         "(b, t, e) -> (b, t, e)"
         q, k, v, mask = self._qkv(x, pad_mask, cache)
         if self.fast:
-            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=self.causal and mask is None)
+            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=self.causal and mask is None and q.size(2) == k.size(2))
         else: out = attention(q, k, v, mask, self.dropout, self.training)
         return self.unifyheads(merge_heads(out))
 

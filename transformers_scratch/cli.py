@@ -48,6 +48,8 @@ def _parser():
     c.add_argument('--quick', action='store_true', help='small configuration: about 2 minutes on 2 CPU cores')
     c.add_argument('--out', help='where to save the trained learner (learn.export)')
     c.add_argument('--encoder', help='fine-tune from an encoder saved by `tfs pretrain --out` (uses its vocabulary and sizes)')
+    c.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="fine-tune GPT-2 (hub name or folder) with a classifier head (lesson 24); "
+                   "--quick: a tiny random GPT-2-shaped model on imdb_sample, to test the code path")
     r = sub.add_parser('predict', help='classify a text with a learner saved by `tfs classify`')
     r.add_argument('--model', required=True)
     r.add_argument('text')
@@ -104,6 +106,11 @@ def _run(a):
     if a.cmd == 'pretrain':
         from transformers_scratch.pretrain import run_pretrain
         return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
+    if a.cmd == 'classify' and a.gpt2:
+        given = [f for f in ('encoder', 'emb', 'heads', 'depth', 'out') if getattr(a, f) is not None]
+        if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
+        from transformers_scratch.gpt2 import run_gpt2_classify
+        return run_gpt2_classify(a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len, precision=a.precision)
     if a.cmd == 'classify' and a.encoder:
         from transformers_scratch.pretrain import run_finetune
         if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
