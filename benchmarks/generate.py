@@ -10,6 +10,9 @@
   as `tfs generate` trains) vs a plain PyTorch loop with `torch.compile`, autocast (bf16 on GPUs of compute capability
   >= 8, fp16 + loss scaling below, none on a CPU) and fused AdamW, same model, batch and gradient clipping; both
   compiled on a GPU (`--compile` / `--no-compile` to choose).
+- `gpt2`: decoding tokens/s of GPT-2 in our `GenerationTransformer` (`load_gpt2`, lesson 24) vs Hugging Face's
+  `GPT2LMHeadModel.generate` on the same weights (`--gpt2 FOLDER`, or a randomly initialised GPT-2 small shape when
+  offline), same prompt and length, greedy, with the KV cache, interleaved rounds; checks the tokens agree.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
   smoke test of the full path on a CPU).
@@ -17,6 +20,7 @@
     python benchmarks/generate.py                        # all three, CPU-sized
     python benchmarks/generate.py kv --n 256 --threads 1 # one of them, on one CPU thread
     python benchmarks/generate.py kv throughput valid --full  # on a GPU: decoding, nanoGPT-sized training, the full run
+    python benchmarks/generate.py gpt2 --gpt2-n 32            # ours vs Hugging Face's generate, GPT-2 small shape
 
 The last line is a JSON object with every number and the machine it came from.
 """
@@ -158,6 +162,40 @@ def bench_train(a, dev):
     return {'tokens_per_s': tps, 'ours_vs_plain': round(ratio, 2), 'precision': prec, 'compile': a.compile,
             'fused_adamw': has_fused_adamw(dev), 'first_call_s': {'plain': round(warm_plain, 1), 'ours': round(warm_ours, 1)}}
 
+def bench_gpt2(a, dev):
+    "Greedy decoding with the KV cache: our `generate` on `load_gpt2(folder)` vs Hugging Face's `generate`, same weights"
+    import sys, tempfile
+    try: import torchvision                                  # noqa: F401
+    except Exception: sys.modules['torchvision'] = None      # a torchvision that does not match torch: transformers skips it
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers_scratch.gpt2 import load_gpt2
+    folder, what = a.gpt2, a.gpt2
+    if folder is None:
+        torch.manual_seed(0)
+        folder, what = tempfile.mkdtemp(), 'random GPT-2 small shape (124M, offline)'
+        GPT2LMHeadModel(GPT2Config()).save_pretrained(folder)
+    ours = load_gpt2(folder, dev)
+    hf = GPT2LMHeadModel.from_pretrained(folder).to(dev).eval()
+    prompt = torch.randint(0, ours.token_emb.num_embeddings, (a.gpt2_prompt,), generator=torch.Generator().manual_seed(1)).to(dev)
+    n = a.gpt2_n
+    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
+            'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
+                                                pad_token_id=0)[0]}
+    with torch.no_grad():
+        for f in runs.values(): f()                                                    # warm-up
+        secs, outs = {k: 0. for k in runs}, {}
+        for _ in range(a.rounds):
+            for k, f in runs.items():
+                s, outs[k] = timed(f, dev)
+                secs[k] += s
+    tps = {k: round(n * a.rounds / s, 1) for k, s in secs.items()}
+    ratio = tps['ours'] / tps['hugging_face']
+    same = torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+    print(f"gpt2 {what}: prompt {len(prompt)}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, Hugging Face "
+          f"{tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
+    return {'weights': what, 'prompt': len(prompt), 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
+            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same}
+
 def bench_valid(a, dev):
     from transformers_scratch.lm import run_generate
     res = run_generate('tinyshakespeare', 'char', n=200, quick=not a.full, n_batches=a.n_batches)
@@ -166,7 +204,9 @@ def bench_valid(a, dev):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('what', nargs='*', help='kv, throughput and/or valid (default: all three)')
+    p.add_argument('what', nargs='*', help='kv, throughput, valid and/or gpt2 (default: the first three)')
+    p.add_argument('--gpt2', help='gpt2: a folder with config.json and model.safetensors (default: a random GPT-2 small)')
+    p.add_argument('--gpt2-n', type=int, default=32, help='gpt2: new tokens'); p.add_argument('--gpt2-prompt', type=int, default=16)
     p.add_argument('--full', action='store_true', help="nanoGPT shakespeare_char sizes for throughput and valid (a GPU)")
     p.add_argument('--n', type=int, default=256, help='kv: new tokens')
     p.add_argument('--rounds', type=int, default=2); p.add_argument('--steps', type=int, default=5)
@@ -177,8 +217,8 @@ def main():
     a = p.parse_args()
     if a.threads: torch.set_num_threads(a.threads)
     what = a.what or ['kv', 'throughput', 'valid']
-    bad = set(what) - {'kv', 'throughput', 'valid'}
-    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid")
+    bad = set(what) - {'kv', 'throughput', 'valid', 'gpt2'}
+    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid, gpt2")
     dev = default_device()
     if a.compile is None: a.compile = dev.type == 'cuda'
     machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None,
@@ -195,6 +235,7 @@ def main():
         out['throughput'] = bench_throughput(a, dev)
         out['train'] = bench_train(a, dev)
     if 'valid' in what: out['valid'] = bench_valid(a, dev)
+    if 'gpt2' in what: out['gpt2'] = bench_gpt2(a, dev)
     out['machine']['load_average_after'] = [round(l, 2) for l in os.getloadavg()]
     print(json.dumps(out))
 

@@ -69,6 +69,7 @@ class SelfAttention(nn.Module):
                  wide=False,          # each head sees all of e (h times the parameters)
                  fast=False,          # use `F.scaled_dot_product_attention`
                  dropout=0.,          # dropout on the attention weights
+                 qkv_bias=False,      # biases on the query, key and value projections (GPT-2 has them)
                 ):
         super().__init__()
         if emb < 1 or heads < 1: raise ValueError(f"emb and heads must be positive, got emb={emb}, heads={heads}")
@@ -77,9 +78,9 @@ class SelfAttention(nn.Module):
                              f"choose heads from {[d for d in range(1, emb + 1) if emb % d == 0][:12]}..., or use wide=True")
         self.emb, self.heads, self.causal, self.wide, self.fast, self.dropout = emb, heads, causal, wide, fast, dropout
         s = emb if wide else emb // heads
-        self.tokeys    = nn.Linear(emb, s * heads, bias=False)
-        self.toqueries = nn.Linear(emb, s * heads, bias=False)
-        self.tovalues  = nn.Linear(emb, s * heads, bias=False)
+        self.tokeys    = nn.Linear(emb, s * heads, bias=qkv_bias)
+        self.toqueries = nn.Linear(emb, s * heads, bias=qkv_bias)
+        self.tovalues  = nn.Linear(emb, s * heads, bias=qkv_bias)
         self.unifyheads = nn.Linear(s * heads, emb)
 
     def _qkv(self, x, pad_mask, cache):
@@ -93,7 +94,7 @@ class SelfAttention(nn.Module):
         if cache is not None: k, v, pad_mask = cache.update(k, v, pad_mask)   # all keys so far, and which of them are real
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
-        if self.causal and (mask is not None or tk != t or not self.fast):
+        if self.causal and t > 1 and (mask is not None or tk != t or not self.fast):   # one query (a decoding step) sees every key
             cm = torch.ones(t, tk, dtype=torch.bool, device=x.device).tril(tk - t)  # query i sits at position tk-t+i
             mask = cm if mask is None else mask & cm
         return q, k, v, mask
@@ -105,7 +106,7 @@ class SelfAttention(nn.Module):
         "(b, t, e) -> (b, t, e)"
         q, k, v, mask = self._qkv(x, pad_mask, cache)
         if self.fast:
-            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=self.causal and mask is None)
+            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=self.causal and mask is None and q.size(2) == k.size(2))
         else: out = attention(q, k, v, mask, self.dropout, self.training)
         return self.unifyheads(merge_heads(out))
 
@@ -122,7 +123,8 @@ def to_torch_mha(sa):
     mha = nn.MultiheadAttention(sa.emb, sa.heads, dropout=sa.dropout, batch_first=True)
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.cat([sa.toqueries.weight, sa.tokeys.weight, sa.tovalues.weight]))
-        mha.in_proj_bias.zero_()
+        if sa.tokeys.bias is None: mha.in_proj_bias.zero_()
+        else: mha.in_proj_bias.copy_(torch.cat([sa.toqueries.bias, sa.tokeys.bias, sa.tovalues.bias]))
         mha.out_proj.weight.copy_(sa.unifyheads.weight); mha.out_proj.bias.copy_(sa.unifyheads.bias)
     return mha
 

@@ -62,6 +62,8 @@ def _parser():
     c.add_argument('--quick', action='store_true', help='small configuration: about 2 minutes on 2 CPU cores')
     c.add_argument('--out', help='where to save the classifier: weights + plain data, for `tfs predict` (default: models/classify-DATA.pt)')
     c.add_argument('--encoder', help='fine-tune from an encoder saved by `tfs pretrain --out` (uses its vocabulary and sizes)')
+    c.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="fine-tune GPT-2 (hub name or folder) with a classifier head (lesson 24); "
+                   "--quick: a tiny random GPT-2-shaped model on imdb_sample, to test the code path")
     r = sub.add_parser('predict', help='classify a text with a learner saved by `tfs classify`')
     r.add_argument('--model', required=True, help='a classifier saved by `tfs classify --out` (or `--encoder ... --out`)')
     r.add_argument('text')
@@ -77,6 +79,8 @@ def _parser():
     g.add_argument('--seed', type=_seed, default=0, help='random seed for training and sampling')
     g.add_argument('--model', help='a checkpoint saved by an earlier `tfs generate --out`, instead of training')
     g.add_argument('--out', help='where to save the trained model (a checkpoint for --model)')
+    g.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="OpenAI's GPT-2 instead of training: a hub name (gpt2, gpt2-medium, "
+                   "gpt2-large, gpt2-xl) or a folder with config.json and model.safetensors (lesson 24)")
     _translate_parser(sub)
     t = sub.add_parser('pretrain', help='pretrain an encoder as a masked language model on review text and save it')
     t.add_argument('--data', choices=['imdb_sample', 'imdb'], default='imdb_sample',
@@ -129,6 +133,11 @@ def _run(a):
     if a.cmd == 'pretrain':
         from transformers_scratch.pretrain import run_pretrain
         return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
+    if a.cmd == 'classify' and a.gpt2:
+        given = [f for f in ('encoder', 'emb', 'heads', 'depth', 'out') if getattr(a, f) is not None]
+        if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
+        from transformers_scratch.gpt2 import run_gpt2_classify
+        return run_gpt2_classify(a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len, precision=a.precision)
     if a.cmd == 'classify' and a.encoder:
         from transformers_scratch.pretrain import run_finetune
         if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
@@ -145,6 +154,11 @@ def _run(a):
             print(f"tfs: note: the text has {res['tokens']} tokens and the model reads {res['seq_len']} "
                   f"(the {'end' if res['keep'] == 'end' else 'start' if res['keep'] == 'start' else 'start and end'}), as it was trained", file=sys.stderr)
         return res
+    if a.cmd == 'generate' and a.gpt2:
+        given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
+        if given: raise CLIError(f"tfs generate: error: --gpt2 runs a pretrained GPT-2: drop --{', --'.join(given)}")
+        from transformers_scratch.gpt2 import run_gpt2_generate
+        return run_gpt2_generate(a.gpt2, prompt=a.prompt, n=a.n, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed)
     if a.cmd == 'generate':
         from transformers_scratch.lm import run_generate
         return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, temperature=a.temperature,

@@ -43,6 +43,7 @@ class Trunk(nn.Module):
                  dropout=0., mult=4, wide=False, fast=False,
                  prenorm=True,       # pre-norm blocks and a final LayerNorm (else post-norm blocks, the original)
                  causal=False,       # causal self-attention (a decoder)
+                 act='relu', qkv_bias=False, eps=1e-5,   # the blocks' MLP nonlinearity, q/k/v biases, LayerNorm eps (GPT-2)
                 ):
         super().__init__()
         for n, v in dict(depth=depth, seq_len=seq_len, n_tokens=n_tokens).items():
@@ -52,8 +53,8 @@ class Trunk(nn.Module):
         self.pos_emb = PositionEmbedding(seq_len, emb, pos)
         self.do = nn.Dropout(dropout)
         self.blocks = nn.ModuleList([TransformerBlock(emb, heads, mult, dropout, causal=causal, wide=wide, fast=fast,
-                                                      prenorm=prenorm) for _ in range(depth)])
-        self.norm = nn.LayerNorm(emb) if prenorm else nn.Identity()
+                                                      prenorm=prenorm, act=act, qkv_bias=qkv_bias, eps=eps) for _ in range(depth)])
+        self.norm = nn.LayerNorm(emb, eps) if prenorm else nn.Identity()
 
     def pad_mask(self, x):
         "(b, t) bool, True at real tokens; None without a `pad_idx`"
@@ -147,11 +148,15 @@ class GenerationTransformer(HasTrunk, nn.Module):
     def __init__(self, emb, heads, depth, seq_len, n_tokens,
                  pos='learned', dropout=0., mult=4, wide=False, fast=False,
                  prenorm=True,       # pre-norm blocks and a final LayerNorm (GPT-2), else post-norm
+                 tied=False,         # the head is the token embedding (one shared weight, no bias), as in GPT-2
+                 act='relu', qkv_bias=False, eps=1e-5,   # the blocks' MLP nonlinearity, q/k/v biases, LayerNorm eps (GPT-2)
                 ):
         super().__init__()
-        self.trunk = Trunk(emb, heads, depth, seq_len, n_tokens, pos, None, dropout, mult, wide, fast, prenorm, causal=True)
+        self.trunk = Trunk(emb, heads, depth, seq_len, n_tokens, pos, None, dropout, mult, wide, fast, prenorm, causal=True,
+                           act=act, qkv_bias=qkv_bias, eps=eps)
         self.seq_len = seq_len
-        self.toprobs = nn.Linear(emb, n_tokens)
+        self.toprobs = nn.Linear(emb, n_tokens, bias=not tied)
+        if tied: self.toprobs.weight = self.trunk.token_emb.weight      # one parameter, counted once by .parameters()
 
     def forward(self, x,          # (b, t) token ids
                 cache=None,       # a cache for incremental decoding (lesson 20's `KVCache`): `x` continues what it holds

@@ -1,0 +1,140 @@
+"GPT-2 in our decoder (lesson 24): equal to Hugging Face's on tiny random models, offline; one-line errors; `tfs generate --gpt2`."
+import json, os, subprocess, sys, time, pathlib
+import pytest, torch
+try: import torchvision                      # noqa: F401  (the CPU test machine has a torchvision built for CUDA...)
+except Exception: sys.modules['torchvision'] = None   # ...so transformers must treat it as absent; nothing of ours needs it
+from transformers import GPT2Config, GPT2LMHeadModel
+from safetensors.torch import load_file, save_file
+from transformers_scratch.gpt2 import load_gpt2, gpt2_tokenizer, GPT2Error, gpt2_options, convert_gpt2
+from transformers_scratch.generate import generate
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures('one_thread')
+CONFIGS = {'small': dict(vocab_size=101, n_positions=24, n_embd=16, n_layer=2, n_head=4),
+           'odd': dict(vocab_size=67, n_positions=17, n_embd=12, n_layer=3, n_head=3, n_inner=24, layer_norm_epsilon=1e-6,
+                       activation_function='gelu')}
+
+def save_hf(folder, seed=0, **cfg):
+    torch.manual_seed(seed)
+    hf = GPT2LMHeadModel(GPT2Config(initializer_range=0.2, bos_token_id=0, eos_token_id=0, **cfg)).eval()
+    hf.save_pretrained(folder)
+    return hf
+
+@pytest.fixture(scope='module', params=list(CONFIGS))
+def pair(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    hf = save_hf(folder, **CONFIGS[request.param])
+    return hf, load_gpt2(folder), folder, CONFIGS[request.param]
+
+def test_logits_equal(pair):
+    hf, ours, _, cfg = pair
+    assert not ours.training and ours.toprobs.weight is ours.token_emb.weight
+    g = torch.Generator().manual_seed(1)
+    for shape in ((1, 1), (3, cfg['n_positions'])):              # one token; a full-context batch
+        x = torch.randint(0, cfg['vocab_size'], shape, generator=g)
+        with torch.no_grad(): a, b = ours(x), hf(x).logits
+        assert a.dtype == b.dtype == torch.float32
+        assert (a - b).abs().max() < 1e-4, (shape, (a - b).abs().max())
+
+def test_parameter_count(pair):
+    hf, ours, _, _ = pair
+    assert sum(p.numel() for p in ours.parameters()) == hf.num_parameters()
+
+@pytest.mark.parametrize('cache', [True, False])
+def test_greedy_equal(pair, cache):
+    hf, ours, _, cfg = pair
+    prompt = torch.randint(0, cfg['vocab_size'], (4,), generator=torch.Generator().manual_seed(2))
+    n = cfg['n_positions'] - 4
+    ref = hf.generate(prompt[None], max_new_tokens=n, do_sample=False, pad_token_id=0, use_cache=cache)[0]
+    assert torch.equal(generate(ours, prompt, n, greedy=True, cache=cache), ref)
+
+def test_every_tensor_used(tmp_path):
+    cfg = CONFIGS['small']
+    save_hf(tmp_path/'base', **cfg)
+    sd = load_file(str(tmp_path/'base'/'model.safetensors'))
+    x = torch.randint(0, cfg['vocab_size'], (2, cfg['n_positions']), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad(): base = load_gpt2(tmp_path/'base')(x)
+    (tmp_path/'p').mkdir(); (tmp_path/'p'/'config.json').write_text((tmp_path/'base'/'config.json').read_text())
+    assert len(sd) == 4 + 12 * cfg['n_layer']
+    for k in sd:
+        save_file({**sd, k: sd[k] + 0.5 * torch.randn(sd[k].shape, generator=torch.Generator().manual_seed(4))}, str(tmp_path/'p'/'model.safetensors'))  # noise: LayerNorm hides a constant shift
+        with torch.no_grad(): out = load_gpt2(tmp_path/'p')(x)
+        assert (out - base).abs().max() > 1e-3, f"perturbing {k} changed nothing"
+
+def one_line(e): return '\n' not in str(e.value) and len(str(e.value)) < 400
+
+def test_errors(tmp_path):
+    save_hf(tmp_path/'ok', **CONFIGS['small'])
+    (tmp_path/'noweights').mkdir(); (tmp_path/'noweights'/'config.json').write_text((tmp_path/'ok'/'config.json').read_text())
+    with pytest.raises(GPT2Error, match='has no model.safetensors') as e: load_gpt2(tmp_path/'noweights')
+    assert one_line(e)
+    (tmp_path/'noweights'/'pytorch_model.bin').write_bytes(b'x')
+    with pytest.raises(GPT2Error, match='pickled'): load_gpt2(tmp_path/'noweights')
+    (tmp_path/'empty').mkdir()
+    with pytest.raises(GPT2Error, match='no config.json'): load_gpt2(tmp_path/'empty')
+    bert = tmp_path/'bert'; bert.mkdir()
+    (bert/'config.json').write_text(json.dumps({'model_type': 'bert'})); (bert/'model.safetensors').write_bytes(b'')
+    with pytest.raises(GPT2Error, match="model_type is 'bert', expected 'gpt2'") as e: load_gpt2(bert)
+    assert one_line(e)
+    sd = load_file(str(tmp_path/'ok'/'model.safetensors'))
+    for name, bad, pat in (('missing', {k: v for k, v in sd.items() if 'h.1.mlp.c_fc.weight' not in k}, 'missing tensors transformer.h.1|missing tensors h.1.mlp.c_fc.weight'),
+                           ('extra', {**sd, 'transformer.h.7.ln_1.weight': torch.ones(16)}, 'unexpected tensors h.7.ln_1.weight'),
+                           ('shape', {**sd, 'transformer.wpe.weight': torch.ones(5, 16)}, 'wrong shape')):
+        d = tmp_path/name; d.mkdir()
+        (d/'config.json').write_text((tmp_path/'ok'/'config.json').read_text()); save_file(bad, str(d/'model.safetensors'))
+        with pytest.raises(GPT2Error, match=pat) as e: load_gpt2(d)
+        assert one_line(e)
+
+def test_hub_name_offline_fails_fast(monkeypatch, tmp_path):
+    monkeypatch.setenv('HF_HOME', str(tmp_path))           # an empty cache
+    monkeypatch.setenv('TFS_OFFLINE', '1')
+    t0 = time.time()
+    with pytest.raises(GPT2Error, match="'gpt2' is not in the Hugging Face cache and huggingface.co cannot be reached") as e: load_gpt2('gpt2')
+    assert one_line(e) and time.time() - t0 < 5
+    with pytest.raises(GPT2Error, match='not a folder here'): load_gpt2('./no/such/folder')
+
+def test_options_refuse_variants():
+    with pytest.raises(GPT2Error, match='tie_word_embeddings=False'): gpt2_options(dict(model_type='gpt2', n_embd=8, tie_word_embeddings=False))
+    with pytest.raises(GPT2Error, match="activation_function='swish'"): gpt2_options(dict(model_type='gpt2', n_embd=8, activation_function='swish'))
+
+def saved_with_tokenizer(folder):
+    from tokenizers import ByteLevelBPETokenizer
+    tok = ByteLevelBPETokenizer()
+    tok.train_from_iterator(["the cat sat on the mat, and the dog sat on the log."] * 20, vocab_size=300, special_tokens=['<|endoftext|>'])
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save_model(str(folder))
+    save_hf(folder, vocab_size=tok.get_vocab_size(), n_positions=32, n_embd=16, n_layer=1, n_head=2)
+    return folder
+
+def test_tokenizer_from_folder(tmp_path):
+    tok = gpt2_tokenizer(saved_with_tokenizer(tmp_path/'m'))
+    ids = tok.encode("the cat sat")
+    assert tok.decode(ids) == "the cat sat" and tok.eos_id is not None and all(0 <= i < tok.n_vocab for i in ids)
+    with pytest.raises(GPT2Error, match='no tokenizer files'): gpt2_tokenizer(tmp_path)
+
+def tfs(*args, env=None):
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, '-c', 'from transformers_scratch.cli import main; main()', *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+def test_cli_generate_gpt2(tmp_path):
+    folder = saved_with_tokenizer(tmp_path/'m')
+    r = tfs('generate', '--gpt2', str(folder), '--prompt', 'the cat', '--n', '8', '--top-k', '5', '--seed', '1')
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith('the cat')
+    res = json.loads(lines[-1])
+    assert res['new_tokens'] == 8 and res['model'] == str(folder) and res['tokens_per_s'] > 0
+    r = tfs('generate', '--gpt2', 'gpt2', '--prompt', 'hi', env={'HF_HOME': str(tmp_path/'hf'), 'TFS_OFFLINE': '1'})
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'huggingface.co cannot be reached' in r.stderr, r.stderr
+    r = tfs('generate', '--gpt2', str(folder), '--quick')
+    assert r.returncode == 2 and '--gpt2 runs a pretrained GPT-2: drop --quick' in r.stderr
+
+def test_cli_classify_gpt2_quick():
+    r = tfs('classify', '--gpt2', 'gpt2', '--quick', '--epochs', '1', env={'TFS_OFFLINE': '1'})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res['quick'] and res['dataset'] == 'imdb_sample' and res['valid_rows'] == 200 and 0 <= res['accuracy'] <= 1
+    assert 'tiny randomly initialised GPT-2-shaped model' in r.stderr
+    r = tfs('classify', '--gpt2', 'gpt2', '--data', 'ag_news')
+    assert r.returncode == 2 and '--gpt2 takes --data imdb_sample or imdb' in r.stderr
