@@ -11,9 +11,10 @@ __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_CLASSIFY', 'GPT2Error', 'gpt2_confi
 import os, sys, json, time, socket, tempfile, urllib.parse
 from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
-from .core import TODO, default_device
+from .core import TODO
+from .runtime import default_device
 from .models import GenerationTransformer
-from .generate import generate, check_sampling_args
+from .generate import generate, validate_sampling_args
 
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub
@@ -192,7 +193,7 @@ def run_gpt2_generate(source,          # a hub name or a folder (see `load_gpt2`
                       temperature=1.0, top_k=None, top_p=None, seed=0, greedy=False):
     "Load GPT-2 from `source`, print a continuation of `prompt`, return what was measured (`tfs generate --gpt2`)"
     t0 = time.time()
-    check_sampling_args(temperature, top_k, top_p, greedy=greedy)
+    validate_sampling_args(temperature, top_k, top_p, greedy=greedy)
     n = 50 if n is None else n
     if n < 0: raise ValueError(f"n: the number of new tokens must be >= 0, got {n}")
     prompt = "The meaning of life is" if prompt is None else prompt
@@ -299,7 +300,7 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
     from fastai.metrics import accuracy
     from fastai.torch_core import set_seed
     import fastai.callback.schedule
-    from transformers_scratch.core import set_precision
+    from transformers_scratch.runtime import set_precision
     from transformers_scratch.data import imdb_df, imdb_sample_df
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
     t0 = time.time()
