@@ -49,17 +49,17 @@ class DataNotFoundError(FileNotFoundError):
 def _imdb_ok(p):
     return any(p.glob('train-*.csv.gz')) or (p/'train'/'pos').is_dir()
 
-def _complete(name, p):
-    "Does folder `p` hold all of dataset `name`? (a downloaded dataset: every file, at its full size)"
-    if name in _FILES: return all((p/f).is_file() and (p/f).stat().st_size == n for f, (n, _) in _FILES[name].items())
+def _complete(name, p, sizes=True):
+    "Does folder `p` hold all of dataset `name`? (a downloaded dataset: every file, at its full size when `sizes`)"
+    if name in _FILES: return all((p/f).is_file() and (not sizes or (p/f).stat().st_size == n) for f, (n, _) in _FILES[name].items())
     _, inside, _, _ = DATASETS[name]
     return _imdb_ok(p) if name == 'imdb' else bool(inside) and (p/inside).exists()
 
-def _local(name, root):
+def _local(name, root, sizes=True):
     folders, inside, _, _ = DATASETS[name]
     for f in folders:
         p = Path(root)/f
-        if _complete(name, p): return p
+        if _complete(name, p, sizes): return p
     return None
 
 # %% ../nbs/10_data.ipynb #55fdede7
@@ -92,8 +92,8 @@ def _find(name):
     folders, inside, furl, purl = DATASETS[name]
     roots = [Path(r) for r in (os.environ.get('TFS_DATA'),) if r] + [_home_data()]
     if furl is not None: roots.append(URLs.path(furl, c_key='data').parent)    # fastai's data folder
-    for r in roots:
-        p = _local(name, r)
+    for r in roots:   # your own copies ($TFS_DATA) are taken as they are: a damaged file is named when it is read
+        p = _local(name, r, sizes=r != roots[0] or not os.environ.get('TFS_DATA'))
         if p is not None: return p, []
     return None, [r/f for r in roots for f in folders]
 
