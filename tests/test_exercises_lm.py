@@ -1,26 +1,12 @@
 "Lesson 21's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import pytest, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
-from transformers_scratch.masks import neg_fill
-from transformers_scratch.lm import check_lm_pair, lm_pair, check_causal_scores, causal_scores
+from transformers_scratch.masks import neg_fill, causal_mask, mask_scores
+from transformers_scratch.lm import check_causal_scores, causal_scores
 from transformers_scratch.checks.lm import *   # the exercise checks (the model module forwards check_* names here too)
 
 def stub(*args): raise TODO("write it")
 pytestmark = pytest.mark.usefixtures('one_thread')
-
-def test_lm_pair():
-    assert_check(check_lm_pair, lm_pair, [
-        (stub, 'not solved'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i:i + n]), 'targets are the inputs'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i - 1:i + n - 1]), 'wrong way'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i + 1:i + n]), 'one step later'),          # one token short
-        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i:i + n]), 'swapped'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i + 2:i + n + 2]), r'y should be ids\[i\+1'),
-        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i + 2:i + n + 2]), r'x should be the window'),
-        (lambda ids, i, n: ids[i:i + n + 1], 'return a pair'),
-        (lambda ids, i, n: (ids[i:i + n + 1], ids[i + 1:i + n + 2]), r"x should have seq_len"),
-    ])
-    assert_check(check_lm_pair, lambda ids, i, n: (ids[i:][:n], ids[i:][1:n + 1]))   # any right way passes
 
 def _fill(s, hide, v=None): return s.masked_fill(hide, neg_fill(s.dtype) if v is None else v)
 def tri(s, d): return torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(d)
@@ -47,28 +33,6 @@ def test_causal_scores():
     assert_check(check_causal_scores, lambda s: _fill(s, tri(s, s.size(-1) - s.size(-2) + 1), float('-inf')))  # -inf is fine
 
 
-# --- new wrong answers (issue 11): next id instead of next token, ignored arguments, sizes, dtype, in place ---------
-def lp_plus_one(ids, i, n): return ids[i:i + n], ids[i:i + n] + 1                 # "the next token is id + 1"
-def lp_hard_8(ids, i, n): return ids[i:i + 8], ids[i + 1:i + 9]
-def lp_from_0(ids, i, n): return ids[:n], ids[1:n + 1]                          # ignores i
-def lp_i_times_n(ids, i, n): return ids[i * n:i * n + n], ids[i * n + 1:i * n + n + 1]
-def lp_float(ids, i, n): return ids[i:i + n].float(), ids[i + 1:i + n + 1].float()
-def lp_squeeze(ids, i, n): return ids[i:i + n].squeeze(), ids[i + 1:i + n + 1].squeeze()
-def lp_inplace(ids, i, n):                                   # shifts a view of the caller's ids
-    x, w = ids[i:i + n].clone(), ids[i:i + n + 1]
-    w[:-1] = w[1:].clone()
-    return x, w[:-1]
-def lp_lists(ids, i, n): return ids[i:i + n].tolist(), ids[i + 1:i + n + 1].tolist()
-def lp_x_short(ids, i, n): return ids[i:i + n - 1], ids[i + 1:i + n]
-def lp_clone(ids, i, n): return ids[i:i + n].clone(), ids.roll(-1)[i:i + n]     # right: the last window never wraps
-
-def test_lm_pair_issue11():
-    assert_check(check_lm_pair, lm_pair, [
-        (lp_plus_one, 'added 1'), (lp_hard_8, 'seq_len=5'), (lp_from_0, 'started at 0'), (lp_i_times_n, r'i \* seq_len'),
-        (lp_float, 'dtype'), (lp_squeeze, 'squeeze'), (lp_inplace, 'in place'), (lp_lists, 'tensors'), (lp_x_short, 'seq_len=5')])
-    assert_check(check_lm_pair, lp_clone)
-
-
 def _future(s): return tri(s, s.size(-1) - s.size(-2) + 1)
 def c_inplace(s): return s.masked_fill_(_future(s), neg_fill(s.dtype))
 def c_4d_only(s):
@@ -89,3 +53,27 @@ def test_causal_scores_issue11():
         (c_hard_5, 'not square|hard-coded'), (c_float32_out, 'dtype'), (c_squeeze, 'squeeze'), (c_add_mask, 'not a finite'),
         (c_times_inf, 'NaN')])
     assert_check(check_causal_scores, c_where_inf)
+
+
+def test_causal_scores_from_lesson_02():
+    "The solution is lesson 02's pieces: the last t_q rows of the square causal mask; the same rows lesson 03's attention masks a cached step with"
+    def rows_first(s):                                        # the first t_q rows: no cache offset
+        tq, tk = s.shape[-2:]
+        return mask_scores(s, causal_mask(tk, device=s.device)[:tq])
+    def cpu_mask(s):                                          # lesson 02's mask made on the CPU
+        tq, tk = s.shape[-2:]
+        return mask_scores(s, causal_mask(tk)[tk - tq:])
+    def square_only(s): return mask_scores(s, causal_mask(s.size(-1), device=s.device))
+    assert_check(check_causal_scores, causal_scores, [
+        (rows_first, r'last\* positions'), (cpu_mask, "stay on the inputs' device"), (square_only, 'not square')])
+    from transformers_scratch.attention import SelfAttention
+    torch.manual_seed(0)
+    att = SelfAttention(8, 2, causal=True, fast=False).eval()
+    x = torch.randn(1, 6, 8)
+    class Cache:                                              # any object with `update` (lesson 03 knows no cache class)
+        def __init__(self): self.k = self.v = None
+        def update(self, k, v, pad_mask):
+            self.k = k if self.k is None else torch.cat([self.k, k], 2); self.v = v if self.v is None else torch.cat([self.v, v], 2)
+            return self.k, self.v, pad_mask
+    c = Cache(); att(x[:, :4], cache=c)
+    torch.testing.assert_close(att(x[:, 4:], cache=c), att(x)[:, 4:], atol=1e-5, rtol=1e-5)   # 2 new queries over 6 keys

@@ -95,7 +95,7 @@ class SelfAttention(nn.Module):
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
         if self.causal and t > 1 and (mask is not None or tk != t or not self.fast):   # one query (a decoding step) sees every key
-            cm = torch.ones(t, tk, dtype=torch.bool, device=x.device).tril(tk - t)  # query i sits at position tk-t+i
+            cm = causal_mask(tk, device=x.device)[tk - t:]   # query i sits at position tk-t+i: the last t rows of the square mask
             mask = cm if mask is None else mask & cm
         return q, k, v, mask
 

@@ -1,0 +1,53 @@
+"Lesson 20a's checks accept the solution and reject the stub and each typical mistake with its own hint."
+import pytest, torch
+from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.lmdata import check_lm_pair, lm_pair
+from transformers_scratch.checks.lmdata import *   # the exercise checks (the model module forwards check_* names here too)
+
+def stub(*args): raise TODO("write it")
+pytestmark = pytest.mark.usefixtures('one_thread')
+
+def test_lm_pair():
+    assert_check(check_lm_pair, lm_pair, [
+        (stub, 'not solved'),
+        (lambda ids, i, n: (ids[i:i + n], ids[i:i + n]), 'targets are the inputs'),
+        (lambda ids, i, n: (ids[i:i + n], ids[i - 1:i + n - 1]), 'wrong way'),
+        (lambda ids, i, n: (ids[i:i + n], ids[i + 1:i + n]), 'one step later'),          # one token short
+        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i:i + n]), 'swapped'),
+        (lambda ids, i, n: (ids[i:i + n], ids[i + 2:i + n + 2]), r'y should be ids\[i\+1'),
+        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i + 2:i + n + 2]), r'x should be the window'),
+        (lambda ids, i, n: ids[i:i + n + 1], 'return a pair'),
+        (lambda ids, i, n: (ids[i:i + n + 1], ids[i + 1:i + n + 2]), r"x should have seq_len"),
+    ])
+    assert_check(check_lm_pair, lambda ids, i, n: (ids[i:][:n], ids[i:][1:n + 1]))   # any right way passes
+
+
+# --- new wrong answers (issue 11): next id instead of next token, ignored arguments, sizes, dtype, in place ---------
+def lp_plus_one(ids, i, n): return ids[i:i + n], ids[i:i + n] + 1                 # "the next token is id + 1"
+def lp_hard_8(ids, i, n): return ids[i:i + 8], ids[i + 1:i + 9]
+def lp_from_0(ids, i, n): return ids[:n], ids[1:n + 1]                          # ignores i
+def lp_i_times_n(ids, i, n): return ids[i * n:i * n + n], ids[i * n + 1:i * n + n + 1]
+def lp_float(ids, i, n): return ids[i:i + n].float(), ids[i + 1:i + n + 1].float()
+def lp_squeeze(ids, i, n): return ids[i:i + n].squeeze(), ids[i + 1:i + n + 1].squeeze()
+def lp_inplace(ids, i, n):                                   # shifts a view of the caller's ids
+    x, w = ids[i:i + n].clone(), ids[i:i + n + 1]
+    w[:-1] = w[1:].clone()
+    return x, w[:-1]
+def lp_lists(ids, i, n): return ids[i:i + n].tolist(), ids[i + 1:i + n + 1].tolist()
+def lp_x_short(ids, i, n): return ids[i:i + n - 1], ids[i + 1:i + n]
+def lp_clone(ids, i, n): return ids[i:i + n].clone(), ids.roll(-1)[i:i + n]     # right: the last window never wraps
+
+def test_lm_pair_issue11():
+    assert_check(check_lm_pair, lm_pair, [
+        (lp_plus_one, 'added 1'), (lp_hard_8, 'seq_len=5'), (lp_from_0, 'started at 0'), (lp_i_times_n, r'i \* seq_len'),
+        (lp_float, 'dtype'), (lp_squeeze, 'squeeze'), (lp_inplace, 'in place'), (lp_lists, 'tensors'), (lp_x_short, 'seq_len=5')])
+    assert_check(check_lm_pair, lp_clone)
+
+
+
+def test_lm_pair_still_importable_from_lm():
+    "Lesson 20a took the data from lesson 21: the names users import from `transformers_scratch.lm` still work"
+    import transformers_scratch.lm as lm, transformers_scratch.lmdata as d
+    from transformers_scratch.lm import check_lm_pair as c, lm_pair as p, CharVocab, char_dls, word_dls, WordCodec, lm_dls, lm_ids
+    assert c is check_lm_pair and p is lm_pair and CharVocab is d.CharVocab and lm_dls is d.lm_dls
+    assert {'CharVocab', 'lm_pair', 'char_dls', 'word_dls', 'WordCodec', 'lm_dls', 'lm_ids'} <= set(lm.__all__)
