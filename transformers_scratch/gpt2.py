@@ -16,6 +16,14 @@ from .runtime import default_device
 from .models import GenerationTransformer
 from .generate import generate, validate_sampling_args
 
+# %% ../nbs/24_gpt2.ipynb #bf62d8b5
+def __getattr__(name):
+    "`check_*`: the exercise checks live in `transformers_scratch.checks.gpt2`; imported from there on first use"
+    if name.startswith('check_'):
+        import importlib
+        return getattr(importlib.import_module('transformers_scratch.checks.gpt2'), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub
 GPT2_SIZES = {'gpt2': (768, 12, 12), 'gpt2-medium': (1024, 16, 24), 'gpt2-large': (1280, 20, 36), 'gpt2-xl': (1600, 25, 48)}
