@@ -3,7 +3,7 @@ import importlib, inspect, re, subprocess, sys
 import pytest
 
 VALIDATORS = set()   # argument validators are named validate_* (issue 16): check_ means an exercise check
-LESSONS = 'selfattention attention masks positions block generate lmdata lm seq2seq mlm'.split()
+LESSONS = 'selfattention attention masks positions block generate lmdata lm gpt2 seq2seq mlm'.split()
 
 @pytest.mark.parametrize('mod', LESSONS)
 def test_both_import_paths_give_the_same_check(mod):
@@ -26,7 +26,7 @@ def test_model_modules_define_no_checks(mod):
 
 def test_model_modules_import_no_grading_code():
     code = ("import sys, transformers_scratch.attention, transformers_scratch.block, transformers_scratch.seq2seq, "
-            "transformers_scratch.mlm, transformers_scratch.generate\n"
+            "transformers_scratch.mlm, transformers_scratch.generate, transformers_scratch.gpt2\n"
             "print(sorted(k for k in sys.modules if k.startswith('transformers_scratch.checks')))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == '[]', out
@@ -38,7 +38,8 @@ def test_unknown_names_still_raise():
 
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
 NBS = {'selfattention': '01_selfattention', 'attention': '03_attention', 'masks': '02_masks', 'positions': '04_positions',
-       'block': '05_block', 'generate': '20_generate', 'lmdata': '20a_lmdata', 'lm': '21_lm', 'seq2seq': '30_seq2seq', 'mlm': '40_mlm'}
+       'block': '05_block', 'generate': '20_generate', 'lmdata': '20a_lmdata', 'lm': '21_lm', 'gpt2': '24_gpt2', 'seq2seq': '30_seq2seq',
+       'mlm': '40_mlm'}
 
 @pytest.mark.parametrize('mod', LESSONS)
 def test_check_cells_folded_above_their_exercise(mod):

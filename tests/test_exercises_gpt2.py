@@ -13,6 +13,7 @@ def qkv_no_transpose(w, b): return tuple(parts(w, b, w.size(0)))
 def qkv_kqv(w, b): q, k, v = split_qkv(w, b); return (k, q, v)
 def qkv_vkq(w, b): q, k, v = split_qkv(w, b); return (v, k, q)
 def qkv_wrong_dim(w, b): e = w.size(0); return tuple((w.T[:, i * e // 3:(i + 1) * e // 3], b[i * e:(i + 1) * e]) for i in range(3))
+def qkv_rows(w, b): e = w.size(0); return tuple((w.T[i * e // 3:(i + 1) * e // 3], b[i * e:(i + 1) * e]) for i in range(3))   # dim 0 of w.T... of the wrong size
 def qkv_strided(w, b): e = w.size(0); return tuple((w[:, i::3].T, b[i * e:(i + 1) * e]) for i in range(3))
 def qkv_whole(w, b): return tuple((w.T, b) for _ in range(3))
 def qkv_bias_order(w, b): (wq, bq), (wk, bk), (wv, bv) = split_qkv(w, b); return ((wq, bk), (wk, bq), (wv, bv))
@@ -21,18 +22,49 @@ def qkv_per_head(w, b):
     if e == 4: h = 1
     s = e // h
     return tuple((w.view(e, h, 3, s)[:, :, i].reshape(e, e).T, b[i * e:(i + 1) * e]) for i in range(3))
+def qkv_reshape(w, b): e = w.size(0); return tuple((w.reshape(3 * e, e)[i * e:(i + 1) * e], b[i * e:(i + 1) * e]) for i in range(3))
+def qkv_bias_column(w, b): return tuple((W, B[:, None]) for W, B in split_qkv(w, b))               # a "transposed" bias
+def qkv_bias_T(w, b): return tuple((W, B.T) for W, B in split_qkv(w, b))                            # .T on a vector: a no-op
 def qkv_float(w, b): return tuple((W.float(), B.float()) for W, B in split_qkv(w, b))
 def qkv_in_place(w, b): w.mul_(1.0001); return split_qkv(w, b)
-def qkv_cpu(w, b): return tuple((W.cpu() if W.device.type != 'meta' else torch.zeros(W.shape), B) for W, B in split_qkv(w, b))
+def qkv_t_(w, b): return tuple((W.T, B) for W, B in split_qkv(w.t_(), b))                            # transposes the caller's w
+def qkv_cpu(w, b): return tuple((W.cpu(), B.cpu()) for W, B in split_qkv(w, b))
+def qkv_new_cpu(w, b):                                                                               # fresh tensors, always on the CPU
+    out = []
+    for W, B in split_qkv(w, b):
+        n = torch.empty(W.shape, dtype=W.dtype); n[:] = W
+        out.append((n, B))
+    return tuple(out)
+def qkv_numpy(w, b): return tuple((torch.from_numpy(W.detach().float().numpy()).to(W.dtype), B) for W, B in split_qkv(w, b))
 def qkv_hard_coded(w, b): return tuple((w[:, i * 6:(i + 1) * 6].T, b[i * 6:(i + 1) * 6]) for i in range(3))
+def qkv_not_pairs(w, b): return [W for W, _ in split_qkv(w, b)]
+def qkv_chunk_rows(w, b): return tuple(zip(w.chunk(3, 0), b.chunk(3)))                              # splits the input dim
+# right answers in other words: copies instead of views, chunk, contiguous
+def qkv_copies(w, b): return tuple((W.clone(), B.clone()) for W, B in split_qkv(w, b))
+def qkv_chunk(w, b): return tuple((W.T.contiguous(), B) for W, B in zip(w.chunk(3, 1), b.chunk(3)))
 
 def test_check_split_qkv():
     assert_check(check_split_qkv, split_qkv, [
         (stub, 'not solved'), (qkv_no_transpose, 'not transposed'), (qkv_kqv, r'\[query \| key \| value\]'),
-        (qkv_vkq, 'in that order'), (qkv_wrong_dim, 'split w .* along dim 1'), (qkv_strided, 'every third column'),
+        (qkv_vkq, 'in that order'), (qkv_wrong_dim, r'split w .* along dim 1'), (qkv_rows, r'split w .* along dim 1'),
+        (qkv_chunk_rows, r'split w .* along dim 1'), (qkv_strided, 'every third column'),
         (qkv_whole, 'whole c_attn weight'), (qkv_bias_order, 'bias comes from the wrong block'), (qkv_per_head, "GPT-NeoX"),
-        (qkv_float, 'keep the dtype'), (qkv_in_place, 'changed its input'), (qkv_cpu, "device='meta'"),
-        (qkv_hard_coded, r'should be \(8, 8\)')])
+        (qkv_reshape, 'reshape .* is not a transpose'), (qkv_bias_column, r'bias has shape \(6, 1\).*vectors'),
+        (qkv_bias_T, r'you transposed a bias .*\.T does nothing'), (qkv_float, "keep the inputs' dtype torch.float64"),
+        (qkv_in_place, r'changed its input \(argument 1\) in place'), (qkv_t_, r'changed its input \(argument 1\)'),
+        (qkv_cpu, "device='meta'"), (qkv_new_cpu, "device='meta'"), (qkv_numpy, "device='meta'"),
+        (qkv_hard_coded, r'should have shape \(8, 8\), got \(6, 8\).*hard-coded'), (qkv_not_pairs, 'pair of tensors')])
+    for right in (qkv_copies, qkv_chunk): assert_check(check_split_qkv, right)
+
+def test_split_qkv_hints_name_the_input():
+    "A hint says which input it was about: shapes and dtypes of w and b"
+    from transformers_scratch.core import CheckError
+    with pytest.raises(CheckError, match=r'for w, b of \(8, 24\) float64, \(24,\) float64'): check_split_qkv(qkv_float)
+    def crash(w, b):
+        if w.size(0) == 8: raise IndexError('boom')
+        return split_qkv(w, b)
+    with pytest.raises(CheckError, match=r'raised IndexError on \(\(8, 24\) float64, \(24,\) float64\).*ran on \(\(6, 18\) float32'):
+        check_split_qkv(crash)
 
 # --- block_state ---------------------------------------------------------------------------------------------------
 def with_(fn):
@@ -40,6 +72,16 @@ def with_(fn):
     return f
 bs_no_T_cproj = with_(lambda o, sd, i: {**o, 'attention.unifyheads.weight': sd[f'h.{i}.attn.c_proj.weight']})
 bs_no_T_fc = with_(lambda o, sd, i: {**o, 'ff.0.weight': sd[f'h.{i}.mlp.c_fc.weight']})
+def bs_no_T_attn(sd, i):                              # c_proj and the MLP transposed, c_attn's blocks not
+    e, w = sd[f'h.{i}.ln_1.weight'].size(0), sd[f'h.{i}.attn.c_attn.weight']
+    return {**block_state(sd, i), **{f'attention.{n}.weight': w[:, j * e:(j + 1) * e] for j, n in enumerate(('toqueries', 'tokeys', 'tovalues'))}}
+def bs_T_before_split(sd, i):                         # transposes c_attn whole, then splits it as if it were (e, 3e)
+    (wq, bq), (wk, bk), (wv, bv) = split_qkv(sd[f'h.{i}.attn.c_attn.weight'].T, sd[f'h.{i}.attn.c_attn.bias'])
+    return {**block_state(sd, i), 'attention.toqueries.weight': wq, 'attention.toqueries.bias': bq}
+bs_reshape = with_(lambda o, sd, i: {**o, 'ff.2.weight': sd[f'h.{i}.mlp.c_proj.weight'].reshape(o['ff.2.weight'].shape)})
+bs_T_vectors = with_(lambda o, sd, i: {k: v if v.dim() == 2 else v.T for k, v in o.items()})          # .T on the vectors too
+bs_T_norm = with_(lambda o, sd, i: {**o, 'norm1.weight': sd[f'h.{i}.ln_1.weight'][None]})             # a LayerNorm weight made (1, e)
+def bs_transpose_all(sd, i): return {k: v.transpose(0, 1) for k, v in block_state(sd, i).items()}      # crashes on the vectors
 bs_swap_norms = with_(lambda o, sd, i: {**o, 'norm1.weight': o['norm2.weight'], 'norm2.weight': o['norm1.weight']})
 bs_qk = with_(lambda o, sd, i: {**o, 'attention.toqueries.weight': o['attention.tokeys.weight'], 'attention.tokeys.weight': o['attention.toqueries.weight']})
 bs_layer0 = lambda sd, i: block_state(sd, 0)
@@ -47,12 +89,33 @@ bs_prefix = with_(lambda o, sd, i: {f'trunk.blocks.{i}.{k}': v for k, v in o.ite
 bs_missing = with_(lambda o, sd, i: {k: v for k, v in o.items() if not k.startswith('norm2')})
 bs_hf_names = with_(lambda o, sd, i: {**o, 'mlp.c_proj.bias': o['ff.2.bias']})
 bs_float = with_(lambda o, sd, i: {k: v.float() for k, v in o.items()})
-bs_cpu = with_(lambda o, sd, i: {k: torch.zeros(v.shape) if v.device.type == 'meta' else v for k, v in o.items()})
-def bs_transformer_prefix(sd, i): return block_state({k[len('transformer.'):]: v for k, v in {'transformer.' + k: v for k, v in sd.items()}.items()}, i) and sd['transformer.wte.weight']
+bs_cpu = with_(lambda o, sd, i: {k: v.cpu() for k, v in o.items()})
+def bs_new_cpu(sd, i): return {k: torch.zeros(v.shape, dtype=v.dtype) + v for k, v in block_state(sd, i).items()}
+def bs_transformer_prefix(sd, i): return block_state({k.removeprefix('transformer.'): v for k, v in sd.items() if k.startswith('transformer.')}, i)
+def bs_sd_T_in_place(sd, i):                          # "transposes" the caller's tensors: sd[k] = sd[k].T
+    for n in ('attn.c_proj', 'mlp.c_fc', 'mlp.c_proj'): sd[f'h.{i}.{n}.weight'] = sd[f'h.{i}.{n}.weight'].T
+    return with_(lambda o, sd, i: o)(sd, i)
+def bs_sd_pop(sd, i): sd.pop('wte.weight'); return block_state(sd, i)
+def bs_t_(sd, i): out = block_state(sd, i); sd[f'h.{i}.mlp.c_fc.weight'].t_(); return out
+def bs_mul_(sd, i): out = block_state(sd, i); out['norm1.weight'].mul_(1.); out['norm1.bias'].add_(1.); return out
+# right answers in other words: copies, contiguous tensors
+def bs_copies(sd, i): return {k: v.clone() for k, v in block_state(sd, i).items()}
+def bs_contiguous(sd, i): return {k: v.contiguous() for k, v in block_state(sd, i).items()}
 
 def test_check_block_state():
     assert_check(check_block_state, block_state, [
         (stub, 'not solved'), (bs_no_T_cproj, 'unifyheads.weight is not transposed'), (bs_no_T_fc, r'ff.0.weight has shape .* transpose'),
+        (bs_no_T_attn, r'toqueries.weight is not transposed.*each block of c_attn'), (bs_T_before_split, 'whole c_attn weight: split it into three first'),
+        (bs_reshape, r'ff.2.weight: reshape .* is not a transpose'), (bs_T_vectors, r'you transposed a bias or a LayerNorm weight: \.T does nothing'),
+        (bs_T_norm, r'norm1.weight has shape \(1, 8\).*vectors'), (bs_transpose_all, 'you transposed a 1-D tensor'),
         (bs_swap_norms, 'ln_1 is the norm before the attention'), (bs_qk, r'\[query \| key \| value\]'), (bs_layer0, 'comes from layer 0, not 1'),
-        (bs_prefix, 'without a .trunk.blocks'), (bs_missing, 'missing keys for layer 0: norm2'), (bs_hf_names, 'unexpected keys: mlp.c_proj.bias'),
-        (bs_float, 'keep the tensors. dtype'), (bs_cpu, "device='meta'"), (bs_transformer_prefix, "without a 'transformer.' prefix")])
+        (bs_prefix, 'without a .trunk.blocks'), (bs_missing, 'missing keys: norm2'), (bs_hf_names, 'unexpected keys: mlp.c_proj.bias'),
+        (bs_float, "keep the inputs' dtype torch.float64"), (bs_cpu, "device='meta'"), (bs_new_cpu, "device='meta'"),
+        (bs_transformer_prefix, "without a 'transformer.' prefix"), (bs_sd_T_in_place, 'changed the dict sd'),
+        (bs_sd_pop, 'changed the dict sd'), (bs_t_, r'changed its input \(argument 1\) in place'),
+        (bs_mul_, r'changed its input \(argument 1\) in place')])
+    for right in (bs_copies, bs_contiguous): assert_check(check_block_state, right)
+
+def test_block_state_hints_name_the_input():
+    from transformers_scratch.core import CheckError
+    with pytest.raises(CheckError, match='for layer 2 of a GPT-2 of e=12, 3 layers, float64'): check_block_state(bs_float)

@@ -138,3 +138,114 @@ def test_cli_classify_gpt2_quick():
     assert 'tiny randomly initialised GPT-2-shaped model' in r.stderr
     r = tfs('classify', '--gpt2', 'gpt2', '--data', 'ag_news')
     assert r.returncode == 2 and '--gpt2 takes --data imdb_sample or imdb' in r.stderr
+
+# --- the fine-tuned classifier: `--out`, weights plus plain data, loaded back with weights_only=True ----------------
+from transformers_scratch.gpt2 import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier, is_gpt2_classifier,
+                                       predict_gpt2_text, gpt2_codec, read_gpt2_config, run_gpt2_classify)
+import transformers_scratch.gpt2 as gpt2_mod
+
+TEXTS = ["the cat sat on the mat", "a dog, and a log!", "the mat sat on the cat " * 5, "zebra quartz jumps", "é ü — 😀"]
+
+def with_tokenizer_json(folder):
+    "`saved_with_tokenizer`, its tokenizer rewritten as one tokenizer.json (the other kind of tokenizer folder)"
+    from tokenizers import ByteLevelBPETokenizer
+    saved_with_tokenizer(folder)
+    tok = ByteLevelBPETokenizer.from_file(str(folder/'vocab.json'), str(folder/'merges.txt'))
+    tok.save(str(folder/'tokenizer.json')); (folder/'vocab.json').unlink(); (folder/'merges.txt').unlink()
+    return folder
+
+@pytest.mark.parametrize('kind', ['vocab+merges', 'tokenizer.json'])
+def test_gpt2_classifier_round_trip(tmp_path, kind):
+    folder = (saved_with_tokenizer if kind == 'vocab+merges' else with_tokenizer_json)(tmp_path/'m')
+    tok = gpt2_tokenizer(folder)
+    from tokenizers import Tokenizer, ByteLevelBPETokenizer             # read from memory: the same ids as the library's own readers
+    ref = (ByteLevelBPETokenizer.from_file(str(folder/'vocab.json'), str(folder/'merges.txt')) if kind == 'vocab+merges'
+           else Tokenizer.from_file(str(folder/'tokenizer.json')))
+    for t in TEXTS: assert tok.encode(t) == ref.encode(t).ids and tok.decode(tok.encode(t)) == t
+    torch.manual_seed(5)
+    m = GPT2Classifier(load_gpt2(folder), 3, tok.eos_id, pool='mean')
+    with torch.no_grad(): m.head.weight.normal_()                      # a head far from its initialisation
+    clf = GPT2TextClassifier(m, tok, ['neg', 'neutral', 'pos'], seq_len=6, config=read_gpt2_config(folder/'config.json'))
+    f = save_gpt2_classifier(clf, tmp_path/'out'/'clf.pt', data='test')
+    ck = torch.load(f, weights_only=True)                              # plain data and tensors: nothing to unpickle
+    assert ck['format'] == 'transformers_scratch.gpt2_classify/1' and ck['classes'] == ['neg', 'neutral', 'pos'] and ck['data'] == 'test'
+    assert set(ck['tokenizer']) == ({'vocab.json', 'merges.txt'} if kind == 'vocab+merges' else {'tokenizer.json'})
+    assert all(isinstance(v, str) for v in ck['tokenizer'].values()) and all(v.device.type == 'cpu' for v in ck['state_dict'].values())
+    back = load_gpt2_classifier(f)
+    assert not back.model.training and back.model.pool == 'mean' and back.seq_len == 6 and back.classes == clf.classes
+    assert torch.equal(back.probs(TEXTS), clf.probs(TEXTS))            # the same predictions, to the bit
+    assert torch.allclose(back.probs(TEXTS, bs=2), back.probs(TEXTS), atol=1e-5)   # right padding changes nothing (but rounding)
+    r = back(TEXTS[2])
+    assert r['label'] in clf.classes and r['truncated'] and r['tokens'] > 6 and abs(sum(r['probabilities'].values()) - 1) < 1e-3
+    assert is_gpt2_classifier(f) and predict_gpt2_text(f, TEXTS[2]) == r
+    assert m.training                                                   # probs leaves the model's mode as it found it
+
+def test_load_gpt2_classifier_errors(tmp_path):
+    from transformers_scratch.core import save_checkpoint
+    with pytest.raises(FileNotFoundError, match=r"no such file .*tfs classify --gpt2 NAME_OR_FOLDER --out") as e: load_gpt2_classifier(tmp_path/'no.pt')
+    assert one_line(e)
+    (tmp_path/'pickled.pt').write_bytes(__import__('pickle').dumps({'format': 'transformers_scratch.gpt2_classify/1'}))
+    with pytest.raises(ValueError, match='pickled Python objects'): load_gpt2_classifier(tmp_path/'pickled.pt')
+    save_checkpoint(tmp_path/'other.pt', 'transformers_scratch.classify/1', torch.nn.Linear(2, 2), config={})
+    with pytest.raises(ValueError, match=r"is not a GPT-2 classifier saved by `tfs classify --gpt2 \.\.\. --out`$"): load_gpt2_classifier(tmp_path/'other.pt')
+    folder = saved_with_tokenizer(tmp_path/'m')
+    tok = gpt2_tokenizer(folder)
+    good = dict(config=read_gpt2_config(folder/'config.json'), tokenizer=tok.files, classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)
+    m = GPT2Classifier(load_gpt2(folder), 2, tok.eos_id)
+    for name, bad, pat in (('classes', dict(classes=[]), 'damaged: classes'), ('tok', dict(tokenizer={'vocab.json': '{'}), r'damaged: tokenizer'),
+                           ('tok2', dict(tokenizer={}), 'damaged: tokenizer'), ('len', dict(seq_len=-1), 'damaged: seq_len=-1'),
+                           ('cfg', dict(config={'model_type': 'bert'}), "damaged: config: config: model_type is 'bert'"),
+                           ('huge', dict(config={**good['config'], 'n_embd': 2**19, 'n_head': 1}), 'GiB of weights'),
+                           ('shape', dict(classes=['a', 'b', 'c']), 'does not match its configuration')):
+        save_checkpoint(tmp_path/f'{name}.pt', 'transformers_scratch.gpt2_classify/1', m, **{**good, **bad})
+        with pytest.raises(ValueError, match=pat) as e: load_gpt2_classifier(tmp_path/f'{name}.pt')
+        assert one_line(e), name
+    for p in ('no.pt', 'pickled.pt', 'other.pt'): assert not is_gpt2_classifier(tmp_path/p)
+    assert not is_gpt2_classifier(tmp_path)
+
+def test_run_gpt2_classify_bad_out_fails_before_work(tmp_path, monkeypatch):
+    (tmp_path/'file').write_text('x')
+    def no_work(*a, **k): raise AssertionError("trained before checking --out")
+    monkeypatch.setattr(gpt2_mod, 'tiny_gpt2', no_work); monkeypatch.setattr(gpt2_mod, 'load_gpt2', no_work)
+    for out, pat in ((tmp_path/'file'/'m.pt', "is a file, not a folder"), (tmp_path, 'is a folder'), ('', 'empty')):
+        with pytest.raises(ValueError, match=pat): run_gpt2_classify(str(tmp_path/'m'), 'imdb_sample', quick=True, out=out)
+
+def test_run_gpt2_classify_folder_out(tmp_path):
+    "Fine-tune a folder's GPT-2 (not the quick path's tiny stand-in) and save it: the file holds the folder's config and tokenizer"
+    folder = saved_with_tokenizer(tmp_path/'m')
+    res = run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16, out=tmp_path/'clf.pt')
+    assert res['model'] == str((tmp_path/'clf.pt').absolute()) and res['source'] == str(folder) and not res['quick'] and res['seq_len'] == 16
+    clf = load_gpt2_classifier(tmp_path/'clf.pt')
+    assert clf.config == read_gpt2_config(folder/'config.json') and clf.classes == ['negative', 'positive'] and clf.seq_len == 16
+    assert clf.tok.encode("the cat sat") == gpt2_tokenizer(folder).encode("the cat sat")
+    assert run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16)['model'] is None    # no --out: nothing saved
+
+def test_cli_classify_gpt2_out(tmp_path):
+    from transformers_scratch.data import imdb_sample_df
+    folder, out = saved_with_tokenizer(tmp_path/'m'), tmp_path/'models'/'gpt2-clf.pt'
+    r = tfs('classify', '--gpt2', str(folder), '--quick', '--epochs', '1', '--out', str(out), env={'TFS_OFFLINE': '1'})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res['model'] == str(out.absolute()) and out.is_file() and res['source'] == 'tiny random GPT-2 shape (quick)'
+    ck = torch.load(out, weights_only=True)
+    assert ck['format'] == 'transformers_scratch.gpt2_classify/1' and ck['data'] == 'imdb_sample'
+    clf = load_gpt2_classifier(out)
+    v = imdb_sample_df().query('is_valid')
+    acc = (clf.probs(v.text.tolist()).argmax(1) == torch.tensor([clf.classes.index(l) for l in v.label])).float().mean().item()
+    assert abs(acc - res['accuracy']) <= 1 / len(v) + 1e-4, (acc, res['accuracy'])   # other batches, other pads: one review may flip
+    text = v.text.iloc[0]
+    r = tfs('predict', '--model', str(out), text)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == json.loads(json.dumps(clf(text)))
+    assert 'tfs: note: the text has' in r.stderr                     # a review is longer than the 128 tokens read
+    r = tfs('predict', '--model', str(out), '   ')
+    assert r.returncode == 2 and 'empty' in r.stderr
+
+def test_cli_classify_gpt2_bad_out(tmp_path):
+    folder = saved_with_tokenizer(tmp_path/'m')
+    (tmp_path/'file.txt').write_text('x')
+    for out, pat in ((tmp_path/'file.txt'/'m.pt', 'is a file, not a folder'), (tmp_path, 'is a folder')):
+        t0 = time.time()
+        r = tfs('classify', '--gpt2', str(folder), '--quick', '--out', str(out), env={'TFS_OFFLINE': '1'})
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and pat in r.stderr and '--out' in r.stderr, r.stderr
+        assert 'fine-tuning' not in r.stderr and not r.stdout.strip() and time.time() - t0 < 60

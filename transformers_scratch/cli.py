@@ -60,12 +60,13 @@ def _parser():
     c.add_argument('--precision', choices=['auto', 'bf16', 'fp16', 'fp32'], default='auto',
                    help='mixed precision; auto: bf16 on recent GPUs, fp16 on older ones (a T4), fp32 on a CPU (bf16 and fp16 need a CUDA GPU)')
     c.add_argument('--quick', action='store_true', help='small configuration: about 2 minutes on 2 CPU cores')
-    c.add_argument('--out', help='where to save the classifier: weights + plain data, for `tfs predict` (default: models/classify-DATA.pt)')
+    c.add_argument('--out', help='where to save the classifier: weights + plain data, for `tfs predict` (default: models/classify-DATA.pt; '
+                   'with --gpt2 it is saved only if --out is given)')
     c.add_argument('--encoder', help='fine-tune from an encoder saved by `tfs pretrain --out` (uses its vocabulary and sizes)')
     c.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="fine-tune GPT-2 (hub name or folder) with a classifier head (lesson 24); "
                    "--quick: a tiny random GPT-2-shaped model on imdb_sample, to test the code path")
     r = sub.add_parser('predict', help='classify a text with a learner saved by `tfs classify`')
-    r.add_argument('--model', required=True, help='a classifier saved by `tfs classify --out` (or `--encoder ... --out`)')
+    r.add_argument('--model', required=True, help='a classifier saved by `tfs classify --out` (or `--encoder ... --out`, or `--gpt2 ... --out`)')
     r.add_argument('text')
     g = sub.add_parser('generate', help='train (or load) a GenerationTransformer and generate text')
     g.add_argument('--data', choices=['tinyshakespeare', 'imdb_sample'], help='default: tinyshakespeare, or the --model\'s')
@@ -134,10 +135,10 @@ def _run(a):
         from transformers_scratch.pretrain import run_pretrain
         return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
     if a.cmd == 'classify' and a.gpt2:
-        given = [f for f in ('encoder', 'emb', 'heads', 'depth', 'out') if getattr(a, f) is not None]
+        given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None]
         if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
         from transformers_scratch.gpt2 import run_gpt2_classify
-        return run_gpt2_classify(a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len, precision=a.precision)
+        return run_gpt2_classify(a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len, precision=a.precision, out=a.out)
     if a.cmd == 'classify' and a.encoder:
         from transformers_scratch.pretrain import run_finetune
         if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
@@ -149,7 +150,8 @@ def _run(a):
                             pos=a.pos, quick=a.quick, out=a.out, precision=a.precision)
     if a.cmd == 'predict':
         from transformers_scratch.classify import predict_text
-        res = predict_text(a.model, a.text)
+        from transformers_scratch.gpt2 import is_gpt2_classifier, predict_gpt2_text   # a file of `tfs classify --gpt2 --out`
+        res = (predict_gpt2_text if is_gpt2_classifier(a.model) else predict_text)(a.model, a.text)
         if res['truncated']:   # said once, on stderr: the JSON line stays the last line of stdout
             print(f"tfs: note: the text has {res['tokens']} tokens and the model reads {res['seq_len']} "
                   f"(the {'end' if res['keep'] == 'end' else 'start' if res['keep'] == 'start' else 'start and end'}), as it was trained", file=sys.stderr)

@@ -4,17 +4,27 @@
 
 # %% auto #0
 __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_CLASSIFY', 'GPT2Error', 'gpt2_config', 'gpt2_options', 'split_qkv', 'block_state',
-           'gpt2_names', 'convert_gpt2', 'hub_online', 'gpt2_files', 'load_gpt2', 'BPECodec', 'gpt2_tokenizer',
-           'run_gpt2_generate', 'GPT2Classifier', 'save_gpt2', 'tiny_gpt2', 'gpt2_dls', 'run_gpt2_classify']
+           'gpt2_names', 'convert_gpt2', 'hub_online', 'gpt2_files', 'read_gpt2_config', 'load_gpt2', 'BPECodec',
+           'gpt2_codec', 'gpt2_tokenizer', 'run_gpt2_generate', 'GPT2Classifier', 'save_gpt2', 'tiny_gpt2',
+           'GPT2TextClassifier', 'save_gpt2_classifier', 'load_gpt2_classifier', 'is_gpt2_classifier',
+           'predict_gpt2_text', 'gpt2_dls', 'run_gpt2_classify']
 
 # %% ../nbs/24_gpt2.ipynb #f21b4972
-import os, sys, json, time, socket, tempfile, urllib.parse
+import os, sys, json, time, socket, tempfile, warnings, itertools, urllib.parse
 from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
-from .core import TODO
+from .core import TODO, save_checkpoint, load_checkpoint, validate_output, validate_config
 from .runtime import default_device
 from .models import GenerationTransformer
 from .generate import generate, validate_sampling_args
+
+# %% ../nbs/24_gpt2.ipynb #bf62d8b5
+def __getattr__(name):
+    "`check_*`: the exercise checks live in `transformers_scratch.checks.gpt2`; imported from there on first use"
+    if name.startswith('check_'):
+        import importlib
+        return getattr(importlib.import_module('transformers_scratch.checks.gpt2'), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub
@@ -141,6 +151,13 @@ def gpt2_files(source):
         raise GPT2Error(f"source: {name!r} is not a folder here, nor a Hugging Face model name such as {', '.join(GPT2_NAMES)}")
     return _hub_file(name, 'config.json'), _hub_file(name, 'model.safetensors')
 
+def read_gpt2_config(path):
+    "The `config.json` at `path` as a dict; a one-line `GPT2Error` if it is not JSON"
+    try: config = json.loads(Path(path).read_text(encoding='utf-8'))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise GPT2Error(f"source: {path} is not valid JSON ({e})") from None
+    if not isinstance(config, dict): raise GPT2Error(f"source: {path} is not a config.json (a JSON object)")
+    return config
+
 def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl') or a folder from `save_pretrained`
               device=None,     # where to put the model (default: the CPU)
               fast=True,       # attention through `F.scaled_dot_product_attention`
@@ -148,9 +165,7 @@ def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large'
     "A `GenerationTransformer` in eval mode holding GPT-2's weights from `source`"
     from safetensors.torch import load_file
     cfg_path, w_path = gpt2_files(source)
-    try: config = json.loads(Path(cfg_path).read_text(encoding='utf-8'))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise GPT2Error(f"source: {cfg_path} is not valid JSON ({e})") from None
-    opts = gpt2_options(config, where=str(cfg_path))
+    opts = gpt2_options(read_gpt2_config(cfg_path), where=str(cfg_path))
     try: sd = load_file(str(w_path))
     except Exception as e: raise GPT2Error(f"source: {w_path} is not a readable safetensors file ({type(e).__name__}: {str(e)[:100]})") from None
     state = convert_gpt2(sd, opts['depth'], where=str(w_path))
@@ -165,26 +180,42 @@ def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large'
 # %% ../nbs/24_gpt2.ipynb #650928ac
 class BPECodec:
     "Byte-level BPE through a maintained library: `encode(text)` -> ids, `decode(ids)` -> text, `eos_id` the end-of-text id"
-    def __init__(self, encode, decode, eos_id, n_vocab, kind):
-        self.encode, self.decode, self.eos_id, self.n_vocab, self.kind = encode, decode, eos_id, n_vocab, kind
+    def __init__(self, encode, decode, eos_id, n_vocab, kind,
+                 files=None):   # plain data that rebuilds it (`gpt2_codec`): its files' texts, or {'tiktoken': 'gpt2'}
+        self.encode, self.decode, self.eos_id, self.n_vocab, self.kind, self.files = encode, decode, eos_id, n_vocab, kind, files
     def __repr__(self): return f"BPECodec({self.kind}, {self.n_vocab} tokens)"
 
-def gpt2_tokenizer(source):
-    "GPT-2's tokenizer for `source`: the folder's tokenizer files (`tokenizers`), else tiktoken's 'gpt2' encoding"
-    p = Path(os.path.expanduser(str(source)))
-    if p.is_dir() and ((p/'tokenizer.json').is_file() or (p/'vocab.json').is_file() and (p/'merges.txt').is_file()):
-        from tokenizers import Tokenizer, ByteLevelBPETokenizer
-        tok = Tokenizer.from_file(str(p/'tokenizer.json')) if (p/'tokenizer.json').is_file() else \
-              ByteLevelBPETokenizer.from_file(str(p/'vocab.json'), str(p/'merges.txt'))
-        eos = tok.token_to_id('<|endoftext|>')
-        return BPECodec(lambda s: tok.encode(s).ids, lambda ids: tok.decode(list(ids)), eos, tok.get_vocab_size(), f'tokenizers: {p}')
-    if p.is_dir(): raise GPT2Error(f"source: the folder {p} has no tokenizer files (tokenizer.json, or vocab.json and merges.txt)")
+_TOKENIZER_FILES = (('tokenizer.json',), ('vocab.json', 'merges.txt'))
+
+def _tiktoken_gpt2():
     import tiktoken
     try: enc = tiktoken.get_encoding('gpt2')
     except Exception as e:
         raise GPT2Error(f"tokenizer: tiktoken could not load GPT-2's BPE files (they are downloaded once; no network?): "
                         f"{type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}") from None
-    return BPECodec(enc.encode_ordinary, lambda ids: enc.decode(list(ids)), enc.eot_token, enc.n_vocab, 'tiktoken gpt2')
+    return BPECodec(enc.encode_ordinary, lambda ids: enc.decode(list(ids)), enc.eot_token, enc.n_vocab, 'tiktoken gpt2', {'tiktoken': 'gpt2'})
+
+def gpt2_codec(files,               # {'tokenizer.json': text}, {'vocab.json': text, 'merges.txt': text}, or {'tiktoken': 'gpt2'}
+               kind='tokenizers'):  # how its `repr` names it
+    "A `BPECodec` from the texts of its files: what `gpt2_tokenizer` reads from a folder, and what a saved classifier keeps"
+    if files.get('tiktoken') == 'gpt2': return _tiktoken_gpt2()
+    from tokenizers import Tokenizer, ByteLevelBPETokenizer
+    if 'tokenizer.json' in files: tok = Tokenizer.from_str(files['tokenizer.json'])
+    elif 'vocab.json' in files and 'merges.txt' in files:     # merges.txt: a '#version' line, then a pair 'a b' a line
+        merges = [tuple(l.split(' ')) for l in (l.rstrip('\r') for l in files['merges.txt'].split('\n')) if l and not l.startswith('#version')]
+        tok = ByteLevelBPETokenizer(json.loads(files['vocab.json']), merges)
+    else: raise GPT2Error(f"tokenizer: expected tokenizer.json, or vocab.json and merges.txt; got {', '.join(map(str, files)) or 'nothing'}")
+    return BPECodec(lambda s: tok.encode(s).ids, lambda ids: tok.decode(list(ids)), tok.token_to_id('<|endoftext|>'),
+                    tok.get_vocab_size(), kind, {k: files[k] for k in files})
+
+def gpt2_tokenizer(source):
+    "GPT-2's tokenizer for `source`: the folder's tokenizer files (`tokenizers`), else tiktoken's 'gpt2' encoding"
+    p = Path(os.path.expanduser(str(source)))
+    if p.is_dir():
+        for names in _TOKENIZER_FILES:
+            if all((p/n).is_file() for n in names): return gpt2_codec({n: (p/n).read_text(encoding='utf-8') for n in names}, f'tokenizers: {p}')
+        raise GPT2Error(f"source: the folder {p} has no tokenizer files (tokenizer.json, or vocab.json and merges.txt)")
+    return _tiktoken_gpt2()
 
 # %% ../nbs/24_gpt2.ipynb #a953c29a
 def run_gpt2_generate(source,          # a hub name or a folder (see `load_gpt2`)
@@ -267,6 +298,95 @@ def tiny_gpt2(folder, texts,     # where to save; texts to train the byte-level 
         model = GenerationTransformer(**gpt2_options(cfg))
     return save_gpt2(model, folder)
 
+# %% ../nbs/24_gpt2.ipynb #f8b1f591
+def _pad_right(seqs, pad):
+    "A (b, t) long tensor of the id sequences `seqs`, padded on the right with `pad`"
+    x = torch.full((len(seqs), max(len(s) for s in seqs)), pad, dtype=torch.long)
+    for r, s in enumerate(seqs): x[r, :len(s)] = torch.as_tensor(s)
+    return x
+
+class GPT2TextClassifier:
+    "A fine-tuned `GPT2Classifier` with its tokenizer and class names: texts in, labels and probabilities out"
+    def __init__(self, model, tok, classes,   # a `GPT2Classifier`, its `BPECodec`, the class names
+                 seq_len,                      # texts are cut to their last `seq_len` tokens, as in training
+                 config):                      # GPT-2's `config.json` as a dict: what rebuilds the trunk
+        self.model, self.tok, self.classes, self.seq_len, self.config = model, tok, [str(c) for c in classes], seq_len, config
+    def ids(self, text): return self.tok.encode(text)[-self.seq_len:] or [self.tok.eos_id]   # cut as `gpt2_dls` cuts
+    def probs(self, texts, bs=64):
+        "(n, c) class probabilities of `texts`, in eval mode, batches padded on the right as in training"
+        m, was = self.model, self.model.training
+        dev = next(m.parameters()).device
+        m.eval()
+        try:
+            with torch.no_grad():
+                out = [m(_pad_right([self.ids(t) for t in texts[i:i + bs]], self.tok.eos_id).to(dev)).float().softmax(-1).cpu()
+                       for i in range(0, len(texts), bs)]
+        finally: m.train(was)
+        return torch.cat(out) if out else torch.zeros(0, len(self.classes))
+    def __call__(self, text):
+        "The label of `text`, each class's probability and the text's length in tokens, as `tfs predict` reports them"
+        if not isinstance(text, str) or not text.strip(): raise ValueError("text: the text to classify is empty")
+        p, n = self.probs([text])[0], len(self.tok.encode(text))
+        return {'label': self.classes[int(p.argmax())], 'probabilities': {c: round(float(q), 4) for c, q in zip(self.classes, p)},
+                'tokens': n, 'truncated': n > self.seq_len, 'seq_len': self.seq_len, 'keep': 'end'}
+
+_CLS_FORMAT = 'transformers_scratch.gpt2_classify/1'
+_CLS_WHAT = 'a GPT-2 classifier saved by `tfs classify --gpt2 ... --out`'
+
+def save_gpt2_classifier(clf,     # a `GPT2TextClassifier`
+                         path,    # the file to write (all-or-nothing)
+                         **info,  # more plain data to keep with it (the dataset's name...)
+                        ):
+    "Write `clf` as weights plus plain data (GPT-2's config, the tokenizer's files, the class names, the cut); returns the `Path`"
+    if not clf.tok.files: raise TypeError("clf: its tokenizer cannot be saved (no `files`): make it with `gpt2_tokenizer` or `gpt2_codec`")
+    m = clf.model
+    return save_checkpoint(path, _CLS_FORMAT, m, config=clf.config, tokenizer=clf.tok.files, classes=list(clf.classes),
+                           seq_len=int(clf.seq_len), pool=m.pool, pad_id=m.pad_id, **info)
+
+def load_gpt2_classifier(path,          # a file written by `save_gpt2_classifier` (`tfs classify --gpt2 ... --out`)
+                         device=None,   # where to put the model (default: the CPU)
+                        ):
+    "The `GPT2TextClassifier` saved at `path`, read with `weights_only=True` (loading runs no code); one-line errors"
+    p = Path(path)
+    ck = load_checkpoint(p, _CLS_FORMAT, 'model', _CLS_WHAT, hint=f"fine-tune one with `tfs classify --gpt2 NAME_OR_FOLDER --out {p}`",
+                         keys=('config', 'tokenizer', 'classes', 'seq_len', 'pool', 'pad_id'))
+    bad = lambda why: ValueError(f"model: {str(p)!r} is not {_CLS_WHAT} (damaged: {why})")
+    c, classes, files, n, pad = ck['config'], ck['classes'], ck['tokenizer'], ck['seq_len'], ck['pad_id']
+    if not isinstance(classes, list) or not classes or not all(isinstance(x, str) for x in classes): raise bad('classes')
+    if not isinstance(files, dict) or not files or not all(isinstance(v, str) for v in files.values()): raise bad('tokenizer')
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 2**20: raise bad(f'seq_len={n!r}')
+    if ck['pool'] not in ('last', 'mean') or isinstance(pad, bool) or not isinstance(pad, int): raise bad('pool or pad_id')
+    try: opts = gpt2_options(c, where='config')
+    except (GPT2Error, KeyError, TypeError, AttributeError) as e: raise bad(f"config: {' '.join(str(e).split())[:120]}") from None
+    if isinstance(opts['n_tokens'], bool) or not isinstance(opts['n_tokens'], int) or not 1 <= opts['n_tokens'] <= 2**24: raise bad('config vocab_size')
+    validate_config({k: opts[k] for k in ('emb', 'heads', 'depth', 'seq_len')}, opts['n_tokens'], p, 'model', _CLS_WHAT)
+    if files.get('tiktoken') == 'gpt2': tok = _tiktoken_gpt2()   # GPT-2's own BPE: a one-line error without its files
+    else:
+        try: tok = gpt2_codec(files, f'tokenizers: {p.name}')
+        except Exception as e: raise bad(f"tokenizer ({type(e).__name__})") from None
+    try:
+        with torch.device('meta'): model = GPT2Classifier(GenerationTransformer(**opts, fast=True), len(classes), pad, ck['pool'])  # as `load_gpt2`
+        model.load_state_dict(ck['state_dict'], assign=True)
+    except (RuntimeError, ValueError, TypeError) as e:
+        raise ValueError(f"model: {str(p)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
+    if any(t.is_meta for t in itertools.chain(model.parameters(), model.buffers())): raise bad('tensors missing')
+    return GPT2TextClassifier(model.eval().to(device or 'cpu'), tok, classes, n, c)
+
+def is_gpt2_classifier(path):
+    "Is `path` a file `save_gpt2_classifier` wrote? (its format tag, read with `weights_only=True` and `mmap`: the weights stay on disk)"
+    if not Path(path).is_file(): return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            ck = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    except Exception: return False
+    return isinstance(ck, dict) and ck.get('format') == _CLS_FORMAT
+
+def predict_gpt2_text(model_path, text):
+    "Classify `text` with the GPT-2 classifier saved at `model_path`: the label, each class's probability, its length in tokens"
+    if not isinstance(text, str) or not text.strip(): raise ValueError("text: the text to classify is empty")
+    return load_gpt2_classifier(model_path)(text)
+
 # %% ../nbs/24_gpt2.ipynb #d0b91f31
 def gpt2_dls(df,          # columns `text`, `label`, `is_valid`
              tok,         # a `BPECodec` (`gpt2_tokenizer`)
@@ -276,10 +396,7 @@ def gpt2_dls(df,          # columns `text`, `label`, `is_valid`
     from fastai.data.core import DataLoaders
     labels = sorted(df.label.unique())
     def items(d): return [(torch.tensor(tok.encode(s)[-seq_len:] or [tok.eos_id]), labels.index(l)) for s, l in zip(d.text, d.label)]
-    def collate(b):
-        x = torch.full((len(b), max(len(i) for i, _ in b)), tok.eos_id, dtype=torch.long)
-        for r, (i, _) in enumerate(b): x[r, :len(i)] = i
-        return x, torch.tensor([l for _, l in b])
+    def collate(b): return _pad_right([i for i, _ in b], tok.eos_id), torch.tensor([l for _, l in b])
     valid = df.is_valid.astype(bool)
     trn, val = items(df[~valid]), items(df[valid])
     val = sorted(val, key=lambda o: len(o[0]))                           # similar lengths together: less padding
@@ -294,8 +411,10 @@ GPT2_CLASSIFY = dict(quick=dict(seq_len=128, bs=32, epochs=5, lr=3e-3, emb=64, h
 def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to fine-tune (ignored by the quick path)
                       data='imdb',         # 'imdb_sample' or 'imdb'
                       quick=False,         # a tiny random GPT-2-shaped model on IMDB_SAMPLE: the code path, on a CPU
-                      epochs=None, seq_len=None, lr=None, pool='last', precision='auto', seed=0):
-    "Fine-tune a GPT-2 classifier with a fastai `Learner`; returns the measured results"
+                      epochs=None, seq_len=None, lr=None, pool='last', precision='auto', seed=0,
+                      out=None,            # where to save the fine-tuned classifier (`save_gpt2_classifier`); None: not saved
+                     ):
+    "Fine-tune a GPT-2 classifier with a fastai `Learner`, save it to `out` if given; returns the measured results"
     from fastai.learner import Learner
     from fastai.metrics import accuracy
     from fastai.torch_core import set_seed
@@ -303,6 +422,7 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
     from transformers_scratch.runtime import set_precision
     from transformers_scratch.data import imdb_df, imdb_sample_df
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
+    if out is not None: out = validate_output(out, 'out').absolute()   # before the work, not after it
     t0 = time.time()
     cfg = dict(GPT2_CLASSIFY['quick' if quick else 'full'])
     for k, v in dict(epochs=epochs, seq_len=seq_len, lr=lr).items():
@@ -315,6 +435,7 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
         source = tiny_gpt2(Path(tempfile.mkdtemp())/'tiny-gpt2', df.text[~df.is_valid].tolist(), cfg['emb'], cfg['heads'], cfg['depth'],
                            cfg['seq_len'], seed=seed)
     else: df = imdb_df() if data == 'imdb' else imdb_sample_df()
+    what = 'tiny random GPT-2 shape (quick)' if quick else str(source)
     set_seed(seed)
     lm, tok = load_gpt2(source, dev), gpt2_tokenizer(source)
     cfg['seq_len'] = min(cfg['seq_len'], lm.seq_len)
@@ -323,7 +444,10 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
     set_precision(learn, precision)
     with learn.no_bar(): learn.fit_one_cycle(cfg['epochs'], cfg['lr'])
     _, valid_loss, acc = learn.recorder.values[-1]
+    if out is not None:
+        clf = GPT2TextClassifier(learn.model, tok, dls.labels, cfg['seq_len'], read_gpt2_config(gpt2_files(source)[0]))
+        save_gpt2_classifier(clf, out, data=data, source=what)
     return {'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4), 'epochs': cfg['epochs'],
             'seconds': round(time.time() - t0, 1), 'device': dev.type, 'precision': learn.precision, 'pool': pool,
-            'model': 'tiny random GPT-2 shape (quick)' if quick else str(source), 'quick': bool(quick), 'seq_len': cfg['seq_len'],
+            'model': None if out is None else str(out), 'source': what, 'quick': bool(quick), 'seq_len': cfg['seq_len'],
             'train_rows': int((~df.is_valid.astype(bool)).sum()), 'valid_rows': int(df.is_valid.astype(bool).sum())}

@@ -6,76 +6,92 @@
 __all__ = ['check_split_qkv', 'check_block_state']
 
 # %% ../../nbs/checks/24_gpt2.checks.ipynb #8223585d
-import torch, torch.nn.functional as F
-from ..core import TODO, CheckError, checker, expect, same, call_checked, rand
+import warnings, torch, torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from ..core import *
 from ..block import TransformerBlock
 
 # %% ../../nbs/24_gpt2.ipynb #6b57bd50
+#| code-fold: true
 # @title check_split_qkv
 def _qkv_fixtures():
-    "(w, b, heads) in the layout of Hugging Face's c_attn: w (e, 3e), b (3e,); float32, float64, bfloat16"
+    "(w, b, heads): c_attn's weight (e, 3e) and bias (3e,) of several sizes and dtypes; e=5 is odd, with one head"
     return [(rand(6, 18, seed=1), rand(18, seed=2), 2), (rand(8, 24, seed=3, dtype=torch.float64), rand(24, seed=4, dtype=torch.float64), 4),
-            (rand(4, 12, seed=5), rand(12, seed=6), 1), (rand(6, 18, seed=7, dtype=torch.bfloat16), rand(18, seed=8, dtype=torch.bfloat16), 3)]
+            (rand(5, 15, seed=5), rand(15, seed=6), 1), (rand(6, 18, seed=7, dtype=torch.bfloat16), rand(18, seed=8, dtype=torch.bfloat16), 3)]
 
 _QKV = ('query', 'key', 'value')
+_TRANSPOSES = (torch.Tensor.t, torch.t, torch.Tensor.transpose, torch.transpose, torch.Tensor.permute, torch.permute,
+               torch.Tensor.swapaxes, torch.Tensor.swapdims, torch.Tensor.t_, torch.Tensor.transpose_)
+_T_PROPS = tuple(getattr(torch.Tensor, n) for n in ('T', 'mT', 'H', 'mH'))
 
-def _split_out(out, what):
-    "Check that `out` is three (weight, bias) pairs of tensors"
-    expect(isinstance(out, (tuple, list)) and len(out) == 3, f"{what}: return three (weight, bias) pairs: query, key, value")
+class _VectorTransposes(TorchFunctionMode):
+    "While active, notes in `seen` a transpose (.T, .t(), .transpose...) of a tensor of fewer than 2 dims: a bias, a LayerNorm weight"
+    def __init__(self): super().__init__(); self.seen = False
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if (func in _TRANSPOSES or getattr(func, '__self__', None) in _T_PROPS) and args and isinstance(args[0], torch.Tensor) \
+           and args[0].dim() < 2:
+            self.seen = True                           # the hint says it: no need for PyTorch's warning too
+            with warnings.catch_warnings(): warnings.simplefilter('ignore'); return func(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+_VECTOR_T = "biases and LayerNorm weights are vectors: leave them as they are, only the 2-D Conv1D weights are transposed"
+_VECTOR_SEEN = "you transposed a bias or a LayerNorm weight: .T does nothing to a 1-D tensor (and is deprecated there); " + _VECTOR_T
+
+def _qkv_pairs(out, at):
+    "`out`, checked to be three (weight, bias) pairs of tensors"
+    expect(isinstance(out, (tuple, list)) and len(out) == 3, f"{at}: return three (weight, bias) pairs, query, key, value; got "
+           + (f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__))
     for p, name in zip(out, _QKV):
         expect(isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(z, torch.Tensor) for z in p),
-               f"{what}: the {name} part should be a pair of tensors (weight, bias)")
+               f"{at}: the {name} part should be a pair of tensors (weight, bias)")
+    return out
+
+def _qkv_wrong(W, B, w, b, i, h, at):
+    "Fail with the hint of the mistake that turns c_attn's `w`, `b` (`h` heads) into the `i`th pair (`W`, `B`)"
+    e, name = w.size(0), _QKV[i]
+    blk = [w[:, j * e:(j + 1) * e] for j in range(3)]                     # Conv1D's (in, out) blocks: [q | k | v]
+    if not torch.equal(W, blk[i].T):
+        expect(not torch.equal(W, blk[i]), f"{at}: the {name} weight is not transposed: Conv1D stores (in, out) and computes "
+               "x @ w, nn.Linear stores (out, in) and computes x @ W.T: transpose each block (.T)")
+        for j in range(3):
+            expect(j == i or not (torch.equal(W, blk[j].T) or torch.equal(W, blk[j])), f"{at}: the {name} weight holds the "
+                   f"{_QKV[j]}s: c_attn's outputs are [query | key | value], in that order")
+        expect(not torch.equal(W, w.reshape(3 * e, e)[i * e:(i + 1) * e]), f"{at}: reshape (or view) is not a transpose: it keeps "
+               "the order of the numbers in memory; transpose with .T, then slice")
+        if h > 1: expect(not torch.equal(W, w.view(e, h, 3, e // h)[:, :, i].reshape(e, e).T), f"{at}: you split per head (q, k, v "
+                         "of head 0, then of head 1...): that is GPT-NeoX's layout; GPT-2's c_attn is three blocks [q | k | v], each e columns wide")
+        expect(not torch.equal(W, w[:, i::3].T), f"{at}: you took every third column: q, k and v are contiguous blocks of e columns")
+        expect(False, f"{at}: the {name} weight is wrong: F.linear(x, wq, bq) must equal (x @ w + b)[..., :e] for the queries, "
+               "[..., e:2e] for the keys, [..., 2e:] for the values")
+    expect(not any(torch.equal(B, b[j * e:(j + 1) * e]) for j in range(3) if j != i), f"{at}: the {name} bias comes from the wrong "
+           "block: b is [bq | bk | bv], split like the weight's columns")
+    expect(False, f"{at}: the {name} bias is wrong: it is b[{i}*e:{i + 1}*e]")
 
 @checker
 def check_split_qkv(fn):
     "Check `fn(w, b)`: Hugging Face's `c_attn` weight (e, 3e) and bias (3e,) -> ((wq, bq), (wk, bk), (wv, bv)), nn.Linear's layout"
+    run = Runs(fn)                                     # w and b must be left as they were; a crash names the input it hit
     for w, b, h in _qkv_fixtures():
-        e, s = w.size(0), w.size(0) // h
-        try: out = call_checked(fn, w, b)
-        except (CheckError, TODO): raise
-        except Exception as ex: raise CheckError(f"for w of shape {tuple(w.shape)} ({w.dtype}) your code raised {type(ex).__name__}: "
-                                                 f"{str(ex)[:80]} (take e from w: e = w.size(0))") from None
-        _split_out(out, f"for w of shape {tuple(w.shape)}")
-        ref = [(w[:, i * e:(i + 1) * e].T, b[i * e:(i + 1) * e]) for i in range(3)]      # Conv1D's outputs [q | k | v]
-        for i, ((W, B), name) in enumerate(zip(out, _QKV)):
-            expect(tuple(W.shape) != (3 * e, e) and tuple(W.shape) != (e, 3 * e), f"the {name} weight is the whole c_attn weight {tuple(W.shape)}: split it into three")
-            expect(tuple(W.shape) == (e, e), f"the {name} weight should be ({e}, {e}), got {tuple(W.shape)}: split w (e, 3e) along dim 1, "
-                   "its output dim, into three blocks of e columns")
-            expect(tuple(B.shape) == (e,), f"the {name} bias should be ({e},), got {tuple(B.shape)}: split b into three blocks of e")
-            expect(W.dtype == w.dtype and B.dtype == b.dtype, f"keep the dtype of w and b ({w.dtype}), got {W.dtype} and {B.dtype}")
-            if torch.equal(W, ref[i][0]) and torch.equal(B, ref[i][1]): continue
-            expect(not torch.equal(W, ref[i][0].T), f"the {name} weight is not transposed: Conv1D stores (in, out) and computes x @ w, "
-                   "nn.Linear stores (out, in) and computes x @ W.T: transpose each block")
-            for j in range(3):
-                expect(j == i or not (torch.equal(W, ref[j][0]) or torch.equal(W, ref[j][0].T)),
-                       f"the {name} weight holds the {_QKV[j]}s: c_attn's outputs are [query | key | value], in that order")
-            if h > 1:
-                per_head = w.view(e, h, 3, s)[:, :, i].reshape(e, e).T
-                expect(not torch.equal(W, per_head), "you split per head (q, k, v of head 0, then of head 1...): that is GPT-NeoX's "
-                       "layout; GPT-2's c_attn is three blocks [q | k | v], each e columns wide")
-            expect(not torch.equal(W, w[:, i::3].T), "you took every third column: q, k and v are contiguous blocks of e columns")
-            expect(torch.equal(W, ref[i][0]), f"the {name} weight is wrong: F.linear(x, wq, bq) must equal (x @ w + b)[..., :e] "
-                   "for the queries, [..., e:2e] for the keys, [..., 2e:] for the values")
-            expect(not any(torch.equal(B, ref[j][1]) for j in range(3) if j != i), f"the {name} bias comes from the wrong block: "
-                   "b is [bq | bk | bv], split like the weight's columns")
-            expect(False, f"the {name} bias is wrong: it is b[{i}*e:{i + 1}*e]")
-        x = rand(5, e, seed=9, dtype=w.dtype)
-        full = x @ w + b
-        for i, (W, B) in enumerate(out):                # what the split means: nn.Linear gives Conv1D's outputs
-            expect(same(F.linear(x, W, B), full[:, i * e:(i + 1) * e], atol=0.05, rtol=0.02), "F.linear(x, W, B) does not "
-                   "give Conv1D's outputs")
-    try: out = fn(torch.zeros(6, 18, device='meta'), torch.zeros(18, device='meta'))
-    except (CheckError, TODO): raise
-    except Exception: return                            # code that reads values cannot run on meta: nothing to judge
-    _split_out(out, "on the meta device")
-    expect(all(z.device.type == 'meta' for p in out for z in p), "your result does not stay on the inputs' device (tried device='meta'): "
-           "slice and transpose w and b, don't create new tensors on the CPU")
+        e, at = w.size(0), f"for w, b of {describe((w, b))}"
+        with _VectorTransposes() as vt: out = _qkv_pairs(run(w, b), at)
+        for i, (W, B) in enumerate(out):
+            name, rw, rb = _QKV[i], w[:, i * e:(i + 1) * e].T, b[i * e:(i + 1) * e]
+            expect(tuple(W.shape) not in ((3 * e, e), (e, 3 * e)), f"{at}: the {name} weight is the whole c_attn weight "
+                   f"{tuple(W.shape)}: split it into three")
+            expect(tuple(B.shape) not in ((e, 1), (1, e)), f"{at}: the {name} bias has shape {tuple(B.shape)}, not ({e},): {_VECTOR_T}")
+            expect(tuple(W.shape) == (e, e) or run.shaped, f"{at}: the {name} weight should be ({e}, {e}), got {tuple(W.shape)}: "
+                   "split w (e, 3e) along dim 1, its output dim, into three blocks of e columns")
+            run.like(W, rw, f"{at}: the {name} weight"); run.like(B, rb, f"{at}: the {name} bias")   # shape (a hard-coded e?), dtype, device
+            if not (torch.equal(W, rw) and torch.equal(B, rb)): _qkv_wrong(W, B, w, b, i, h, at)
+        expect(not vt.seen, f"{at}: {_VECTOR_SEEN}")
+    on_device(lambda w, b: [z for p in fn(w, b) for z in p], *_qkv_fixtures()[1][:2])   # on meta (or the GPU): no CPU tensors
 
 # %% ../../nbs/24_gpt2.ipynb #826a7c6f
+#| code-fold: true
 # @title check_block_state
 def _hf_sd(e, depth, mult=4, n_tokens=11, n_pos=9, seed=0, dtype=torch.float32):
     "Random tensors named and shaped as Hugging Face's GPT-2 (no `transformer.` prefix)"
-    sd, k = {}, [seed]
+    sd, k = _SD(), [seed]
     def r(*shape, scale=0.3, add=0.):
         k[0] += 1
         return (rand(*shape, seed=k[0]) * scale + add).to(dtype)
@@ -89,6 +105,13 @@ def _hf_sd(e, depth, mult=4, n_tokens=11, n_pos=9, seed=0, dtype=torch.float32):
                    p + 'mlp.c_proj.weight': r(mult * e, e), p + 'mlp.c_proj.bias': r(e, scale=0.1)})
     sd.update({'wte.weight': r(n_tokens, e), 'wpe.weight': r(n_pos, e), 'ln_f.weight': r(e, scale=0.1, add=1.), 'ln_f.bias': r(e, scale=0.1)})
     return sd
+
+class _SD(dict):
+    "GPT-2's tensors by name, shown in a hint by their sizes rather than their numbers"
+    def __repr__(self):
+        w = self.get('h.0.attn.c_attn.weight')
+        return dict.__repr__(self) if w is None else (f"a GPT-2 of e={w.size(0)}, {sum(k.endswith('.ln_1.weight') for k in self)} "
+                                                      f"layers, {str(w.dtype).replace('torch.', '')}")
 
 _REF_NAMES = {'norm1': 'ln_1', 'norm2': 'ln_2', 'attention.unifyheads': 'attn.c_proj', 'ff.0': 'mlp.c_fc', 'ff.2': 'mlp.c_proj'}
 
@@ -115,55 +138,76 @@ def _gpt2_block(sd, i, x, heads, eps=1e-5):
     m = F.gelu(F.layer_norm(x, (e,), g('ln_2.weight'), g('ln_2.bias'), eps) @ g('mlp.c_fc.weight') + g('mlp.c_fc.bias'), approximate='tanh')
     return x + m @ g('mlp.c_proj.weight') + g('mlp.c_proj.bias')
 
-def _block_hint(out, ref, sd, i, depth, k):
+def _keeps_dict(fn):
+    "`fn(sd, i)`, failing with a hint if it adds, removes or replaces entries of the dict `sd` it is given"
+    def f(sd, i):
+        before = dict(sd)
+        out = fn(sd, i)
+        expect(sd.keys() == before.keys() and all(sd[k] is v for k, v in before.items()), "your code changed the dict sd it was "
+               "given (sd[k] = ..., sd.pop, sd.update): build a new dict of your own and leave sd as it is")
+        return out
+    return f
+
+def _bs_error(ex, args):
+    "A hint for a crash of `fn(sd, i)` on the fixture `args`, or None"
+    sd, i = args
+    if isinstance(ex, KeyError): return (f"for layer {i} of {sd!r}: your code asked for {ex}, which sd does not have: its names are "
+                                         f"h.{i}.ln_1.weight, h.{i}.attn.c_attn.weight, ... (without a 'transformer.' prefix)")
+    if 'Dimension out of range' in str(ex) or 'only supported on matrices' in str(ex):
+        return f"for layer {i} of {sd!r}: you transposed a 1-D tensor ({type(ex).__name__}): {_VECTOR_T}"
+
+def _block_hint(run, out, ref, sd, i, depth, k, at):
     "Fail with a one-line hint for key `k` of `out`, which differs from `ref[k]`"
-    o, r = out[k], ref[k]
-    expect(isinstance(o, torch.Tensor), f"{k} should be a tensor, got {type(o).__name__}")
+    o, r, e = out[k], ref[k], sd['h.0.ln_1.weight'].size(0)
+    expect(isinstance(o, torch.Tensor), f"{at}: {k} should be a tensor, got {type(o).__name__}")
     if o.shape != r.shape:
-        expect(not (r.dim() == 2 and o.shape == r.T.shape), f"{k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}: Hugging Face's "
-               "Conv1D stores its weight as (in, out), nn.Linear as (out, in): transpose it")
-        expect(False, f"{k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}")
-    expect(o.dtype == r.dtype, f"{k}: keep the tensors' dtype ({r.dtype}), got {o.dtype}")
-    expect(not (r.dim() == 2 and torch.equal(o, r.T)), f"{k} is not transposed: Hugging Face's Conv1D stores (in, out) and computes "
-           "x @ w; nn.Linear stores (out, in) and computes x @ W.T: transpose it (.T)")
+        expect(not (r.dim() == 2 and o.shape == r.T.shape), f"{at}: {k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}: "
+               "Hugging Face's Conv1D stores its weight as (in, out), nn.Linear as (out, in): transpose it")
+        expect(not (r.dim() == 1 and o.numel() == r.numel()), f"{at}: {k} has shape {tuple(o.shape)}, not {tuple(r.shape)}: {_VECTOR_T}")
+        expect(not ('.to' in k and o.numel() == 3 * r.numel()), f"{at}: {k} has shape {tuple(o.shape)}, that of the whole c_attn "
+               f"{'weight' if r.dim() == 2 else 'bias'}: split it into three first (split_qkv), then transpose each weight block")
+        expect(False, f"{at}: {k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}")
+    run.like(o, r, f"{at}: {k}")                                                   # dtype and device
+    if r.dim() == 2 and torch.equal(o, r.T):
+        expect(False, f"{at}: {k} is not transposed: Hugging Face's Conv1D stores (in, out) and computes x @ w; nn.Linear stores "
+               "(out, in) and computes x @ W.T: transpose it (.T)" + (", each block of c_attn after the split" if '.to' in k else ''))
+    expect(not (r.dim() == 2 and torch.equal(o, r.T.reshape(r.shape))), f"{at}: {k}: reshape (or view) is not a transpose: it "
+           "keeps the order of the numbers in memory; use .T")
     for k2, r2 in ref.items():
         if k2 != k and r2.shape == r.shape and torch.equal(o, r2):
             hint = ("ln_1 is the norm before the attention (norm1), ln_2 the one before the MLP (norm2)" if 'norm' in k else
-                    "c_attn's outputs are [query | key | value], in that order" if 'to' in k2 else "check the table of names")
-            expect(False, f"{k} holds the tensor that belongs in {k2}: {hint}")
+                    "c_attn's outputs are [query | key | value], in that order" if '.to' in k2 else "check the table of names")
+            expect(False, f"{at}: {k} holds the tensor that belongs in {k2}: {hint}")
     for j in range(depth):
-        if j != i: expect(not torch.equal(o, _ref_block_state(sd, j)[k]), f"{k} comes from layer {j}, not {i}: read the tensors h.{i}.*")
-    expect(False, f"{k} has the wrong values (see the table of names above)")
+        if j != i: expect(not torch.equal(o, _ref_block_state(sd, j)[k]), f"{at}: {k} comes from layer {j}, not {i}: read the tensors h.{i}.*")
+    expect(False, f"{at}: {k} has the wrong values (see the table of names above)")
 
 @checker
 def check_block_state(fn):
     "Check `fn(sd, i)`: layer `i` of Hugging Face GPT-2 tensors `sd` -> the state dict of our `TransformerBlock`"
+    run = Runs(_keeps_dict(fn), on_error=_bs_error)    # sd and its tensors must be left as they were
     for e, h, depth, mult, layers, dtype in ((8, 2, 2, 4, (0, 1), torch.float32), (12, 3, 3, 2, (2,), torch.float64),
                                              (6, 1, 1, 4, (0,), torch.float32)):
         sd = _hf_sd(e, depth, mult, seed=e, dtype=dtype)
         for i in layers:
-            try: out = call_checked(fn, sd, i)
-            except (CheckError, TODO): raise
-            except KeyError as ex: raise CheckError(f"your code asked for a tensor that is not there: {ex} (names such as "
-                                                    f"h.{i}.attn.c_attn.weight, without a 'transformer.' prefix)") from None
-            expect(isinstance(out, dict), f"return a dict of tensors (our names -> tensors), got {type(out).__name__}")
+            at = f"for layer {i} of {sd!r}"
+            with _VectorTransposes() as vt: out = run(sd, i)
+            expect(isinstance(out, dict), f"{at}: return a dict of tensors (our names -> tensors), got {type(out).__name__}")
             ref = _ref_block_state(sd, i)
             extra, missing = [k for k in out if k not in ref], [k for k in ref if k not in out]
-            expect(not any(k.startswith(('trunk.', 'blocks.', 'h.')) for k in extra), "use the block's own names (norm1.weight, "
-                   "attention.toqueries.weight, ...), without a 'trunk.blocks.{i}.' or 'h.{i}.' prefix")
-            expect(not missing, f"missing keys for layer {i}: {', '.join(missing[:4])}" + (' ...' if len(missing) > 4 else ''))
-            expect(not extra, f"unexpected keys: {', '.join(map(str, extra[:4]))} (our block's names are {', '.join(list(ref)[:3])}, ...)")
+            expect(not any(str(k).startswith(('trunk.', 'blocks.', 'h.')) for k in extra), f"{at}: use the block's own names "
+                   "(norm1.weight, attention.toqueries.weight, ...), without a 'trunk.blocks.{i}.' or 'h.{i}.' prefix")
+            expect(not missing, f"{at}: missing keys: {', '.join(missing[:4])}" + (' ...' if len(missing) > 4 else ''))
+            expect(not extra, f"{at}: unexpected keys: {', '.join(map(str, extra[:4]))} (our block's names are {', '.join(list(ref)[:3])}, ...)")
             for k in ref:
-                if not (isinstance(out[k], torch.Tensor) and out[k].shape == ref[k].shape and out[k].dtype == ref[k].dtype and torch.equal(out[k], ref[k])):
-                    _block_hint(out, ref, sd, i, depth, k)
+                o = out[k]
+                if not (isinstance(o, torch.Tensor) and o.shape == ref[k].shape and o.dtype == ref[k].dtype and torch.equal(o, ref[k])):
+                    _block_hint(run, out, ref, sd, i, depth, k, at)
+            expect(not vt.seen, f"{at}: {_VECTOR_SEEN}")
             blk = TransformerBlock(e, h, mult, causal=True, prenorm=True, act='gelu_tanh', qkv_bias=True).to(dtype).eval()
             blk.load_state_dict(out)
             x = rand(2, 5, e, seed=i, dtype=dtype)
-            with torch.no_grad(): expect(same(blk(x), _gpt2_block(sd, i, x, h)), "loaded into a TransformerBlock, your tensors do not "
-                                         "compute GPT-2's block")
-    meta = {k: torch.zeros_like(v, device='meta') for k, v in _hf_sd(4, 1, seed=1).items()}
-    try: out = fn(meta, 0)
-    except (CheckError, TODO): raise
-    except Exception: return
-    expect(isinstance(out, dict) and all(v.device.type == 'meta' for v in out.values() if isinstance(v, torch.Tensor)),
-           "your tensors do not stay on the inputs' device (tried device='meta'): slice and transpose, don't copy to the CPU")
+            with torch.no_grad(): expect(same(blk(x), _gpt2_block(sd, i, x, h)), f"{at}: loaded into a TransformerBlock, your "
+                                         "tensors do not compute GPT-2's block")
+    sd = _hf_sd(4, 1, seed=1)                          # on meta (or the GPU): tensors made on the CPU show
+    on_device(lambda *ts: list(fn(dict(zip(sd, ts)), 0).values()), *sd.values())
