@@ -12,7 +12,9 @@
   compiled on a GPU (`--compile` / `--no-compile` to choose).
 - `gpt2`: decoding tokens/s of GPT-2 in our `GenerationTransformer` (`load_gpt2`, lesson 24) vs Hugging Face's
   `GPT2LMHeadModel.generate` on the same weights (`--gpt2 FOLDER`, or a randomly initialised GPT-2 small shape when
-  offline), same prompt and length, greedy, with the KV cache, interleaved rounds; checks the tokens agree.
+  offline), same prompt and length, greedy, with the KV cache, interleaved rounds; checks the tokens agree. Then
+  `layout`: one token through all of GPT-2's weight matrices in nn.Linear's usual (out, in) memory order vs Conv1D's
+  (in, out) order, which `load_gpt2` keeps.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
   smoke test of the full path on a CPU).
@@ -193,8 +195,26 @@ def bench_gpt2(a, dev):
     same = torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
     print(f"gpt2 {what}: prompt {len(prompt)}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, Hugging Face "
           f"{tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
+    layout = bench_layout(ours, a, dev)
     return {'weights': what, 'prompt': len(prompt), 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
-            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same}
+            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same, 'layout': layout}
+
+def bench_layout(model, a, dev):
+    "Why `load_gpt2` keeps Conv1D's memory order: one token through every `nn.Linear` weight, (out, in) rows vs (in, out) rows"
+    ws = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
+    xs = {d: torch.randn(1, d, device=dev) for d in {w.size(1) for w in ws}}   # one token's input to each
+    rows = [w.contiguous() for w in ws]                         # nn.Linear's usual order
+    cols = [w.T.contiguous().T for w in ws]                     # Conv1D's order, as load_gpt2 keeps it
+    runs = {'out_in': lambda: [F.linear(xs[w.size(1)], w) for w in rows], 'in_out': lambda: [F.linear(xs[w.size(1)], w) for w in cols]}
+    with torch.no_grad():
+        for f in runs.values(): f()
+        secs = {k: 0. for k in runs}
+        for _ in range(a.rounds * 3):
+            for k, f in runs.items(): secs[k] += timed(f, dev)[0]
+    ms = {k: round(1e3 * s / (a.rounds * 3), 2) for k, s in secs.items()}
+    print(f"gpt2 layout: one token through the {len(ws)} weight matrices: (out, in) rows {ms['out_in']} ms, "
+          f"(in, out) rows {ms['in_out']} ms; speed-up {ms['out_in'] / ms['in_out']:.2f}x")
+    return {'matrices': len(ws), 'ms_per_token': ms, 'speedup': round(ms['out_in'] / ms['in_out'], 2)}
 
 def bench_valid(a, dev):
     from transformers_scratch.lm import run_generate

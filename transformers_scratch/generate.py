@@ -7,7 +7,7 @@ __all__ = ['sample', 'top_k_filter', 'top_p_filter', 'min_p_filter', 'validate_s
            'generate', 'encode_chars', 'generate_text']
 
 # %% ../nbs/20_generate.ipynb #756f6e67
-import math, operator, torch, torch.nn.functional as F
+import math, operator, inspect, torch, torch.nn.functional as F
 from .runtime import evaluating
 
 # %% ../nbs/20_generate.ipynb #ea988721
@@ -219,7 +219,8 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
     with evaluating(model):                                                      # no dropout; the mode is restored
         seq = prompt.to(dev)
         kv = KVCache(model) if cache else None
-        logits = model(seq[-L:][None], cache=kv)[0, -1]                          # prefill: (v,)
+        last = {'last': True} if 'last' in inspect.signature(model.forward).parameters else {}   # the head at one position
+        logits = model(seq[-L:][None], cache=kv, **last)[0, -1]                  # prefill: (v,)
         step = None
         new = []
         for i in range(n):
@@ -231,7 +232,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
                 logits = step(tok) if step is not None else model(tok[None], cache=kv)[0, -1]
             else:                                                                 # no cache, or the window slides
                 if cache: kv.reset()
-                logits = model(seq[-L:][None], cache=kv)[0, -1]
+                logits = model(seq[-L:][None], cache=kv, **last)[0, -1]
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
 # %% ../nbs/20_generate.ipynb #098e8ff1

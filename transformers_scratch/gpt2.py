@@ -151,6 +151,10 @@ def gpt2_files(source):
         raise GPT2Error(f"source: {name!r} is not a folder here, nor a Hugging Face model name such as {', '.join(GPT2_NAMES)}")
     return _hub_file(name, 'config.json'), _hub_file(name, 'model.safetensors')
 
+def _conv1d_layout(w):
+    "`w` with the same values, a 2-D weight kept in Conv1D's (in, out) memory order: `nn.Linear` sees its (out, in) view"
+    return w.T.contiguous().T if w.dim() == 2 else w.contiguous()   # one token at a time, x @ W.T then reads W row after row
+
 def read_gpt2_config(path):
     "The `config.json` at `path` as a dict; a one-line `GPT2Error` if it is not JSON"
     try: config = json.loads(Path(path).read_text(encoding='utf-8'))
@@ -173,7 +177,7 @@ def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large'
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     bad = [f"{k} {tuple(v.shape)} (expected {shapes[k]})" for k, v in state.items() if tuple(v.shape) != shapes[k]]
     if bad: raise GPT2Error(f"{w_path}: tensors of the wrong shape for config.json: {_listed(bad, 3)}")
-    model.load_state_dict({k: v.float().contiguous() for k, v in state.items()}, assign=True)
+    model.load_state_dict({k: _conv1d_layout(v.float()) for k, v in state.items()}, assign=True)
     model.toprobs.weight = model.trunk.token_emb.weight                                  # tied again: one parameter
     return model.eval().to(device or 'cpu')
 

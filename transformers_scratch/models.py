@@ -160,9 +160,11 @@ class GenerationTransformer(HasTrunk, nn.Module):
 
     def forward(self, x,          # (b, t) token ids
                 cache=None,       # a cache for incremental decoding (lesson 20's `KVCache`): `x` continues what it holds
+                last=False,       # only the last position's logits, (b, 1, n_tokens): all that generation needs
                ):
         "(b, t) token ids -> (b, t, n_tokens) next-token logits"
-        return self.toprobs(self.trunk(x, cache))
+        h = self.trunk(x, cache)                                                            # (b, t, e)
+        return self.toprobs(h[:, -1:] if last else h)
 
 # %% ../nbs/06_models.ipynb #53ed02b4
 @torch.no_grad()
