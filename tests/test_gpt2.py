@@ -48,6 +48,17 @@ def test_greedy_equal(pair, cache):
     ref = hf.generate(prompt[None], max_new_tokens=n, do_sample=False, pad_token_id=0, use_cache=cache)[0]
     assert torch.equal(generate(ours, prompt, n, greedy=True, cache=cache), ref)
 
+def test_weights_keep_conv1d_memory_order(pair):
+    "load_gpt2 keeps every 2-D weight in the file's (in, out) order (the faster one for one-token steps on a CPU): only the layout differs"
+    hf, ours, _, cfg = pair
+    for n, w in ours.named_parameters():
+        if w.dim() == 2: assert w.T.is_contiguous() and not w.is_contiguous(), n
+    e = cfg['n_embd']
+    assert torch.equal(ours.trunk.blocks[0].ff[0].weight, hf.transformer.h[0].mlp.c_fc.weight.T)
+    assert torch.equal(ours.trunk.blocks[0].attention.tokeys.weight, hf.transformer.h[0].attn.c_attn.weight[:, e:2 * e].T)
+    x = torch.randint(0, cfg['vocab_size'], (2, 5), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad(): torch.testing.assert_close(ours(x, last=True), ours(x)[:, -1:])   # the prefill's head at one position
+
 def test_every_tensor_used(tmp_path):
     cfg = CONFIGS['small']
     save_hf(tmp_path/'base', **cfg)
