@@ -331,6 +331,8 @@ def test_ctrl_c_during_training(tmp_path):
     "Ctrl-C in the middle of training: exit 130, one line, no model file and no temporary file"
     r = py("""
         import os, signal, sys, time, fastai.learner
+        # a terminal's Ctrl-C: a background job (`pytest &`) inherits SIGINT ignored and would never see it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         def fit(self, *a, **k):
             os.kill(os.getpid(), signal.SIGINT); time.sleep(5)
         fastai.learner.Learner.fit = fit
