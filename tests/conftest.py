@@ -14,18 +14,3 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
-
-def pytest_collection_modifyitems(session, config, items):
-    "The learner's run (test_colab_run.py) last: its notebooks run in the background from the start of the session"
-    items.sort(key=lambda it: it.nodeid.startswith('tests/test_colab_run.py') or 'test_colab_run.py::' in it.nodeid)
-
-def pytest_collection_finish(session):
-    "Start the notebooks as soon as they are collected: they run beside the other tests, which leave a core idle"
-    runs = [it for it in session.items if it.nodeid.split('::')[0].endswith('test_colab_run.py') and hasattr(it, 'callspec')]
-    if runs: runs[0].module.start({it.callspec.id for it in runs})
-
-def pytest_sessionfinish(session):
-    "A session stopped early (-x, Ctrl-C) does not wait for notebooks that have not started"
-    import sys
-    m = sys.modules.get('test_colab_run') or sys.modules.get('tests.test_colab_run')
-    for f in getattr(m, '_futures', []): f.cancel()

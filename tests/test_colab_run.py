@@ -1,8 +1,5 @@
 """The learner's run: every lesson as Colab's *Run all* runs it (tools/colab_run.py), two notebooks at a time.
 
-The notebooks start when the test session starts (conftest.py calls `start`) and run beside the other tests, whose
-subprocesses leave a core idle much of the time; these tests run last and wait for them.
-
 Every code cell in order, `#| slow`/`#| cuda`/`#| exercise` included, in an empty temporary folder, without nbdev,
 `TFS_QUICK` unset (so each cell decides from the device: the CPU here); an exercise cell may only say "not solved yet".
 Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts one fails here."""
@@ -18,11 +15,11 @@ HANDOUT = sorted(p for p in (ROOT/'handout').glob('*.ipynb')
                  if p.stem not in LONG and any(''.join(c['source']).startswith('# Solution removed from the handout')
                                                for c in json.loads(p.read_text(encoding='utf-8'))['cells']))
 def _id(p): return f"{p.parent.name}/{p.name}"
-LIMIT = int(os.environ.get('TFS_NB_LIMIT', 1500))     # seconds per notebook, two side by side on 2 cores beside the other tests (the longest, 32_multi30k: ~550 s CPU)
+LIMIT = int(os.environ.get('TFS_NB_LIMIT', 600))      # seconds per notebook, two side by side on 2 cores (the longest, 32_multi30k: ~300 s CPU)
 WORKERS = int(os.environ.get('TFS_NB_WORKERS', 2))
 
-def _run(p, base):
-    env = dict(base, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
+def _run(p):
+    env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
     if WORKERS > 1: env.setdefault('OMP_NUM_THREADS', '1')   # one torch thread per notebook: two share 2 cores without fighting
     env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [x for x in env.get('PYTHONPATH', '').split(os.pathsep) if x])
     t0 = time.perf_counter()
@@ -40,34 +37,26 @@ def _run(p, base):
     if not res['ok']: res['output'] = r.stdout[-4000:]
     return res
 
-_futures, _results, _t0 = [], {}, [None]
-
-def start(ids=None):
-    "Submit the notebooks named by `ids` (default: all; the longest first, so that the two workers finish together), once"
-    if not _futures:
-        order = sorted((p for p in NBS + HANDOUT if ids is None or _id(p) in ids),
-                       key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), _id(p)))
-        base = dict(os.environ)     # as the session starts: later tests may change os.environ (monkeypatch.setenv)
-        ex = ThreadPoolExecutor(WORKERS, thread_name_prefix='colab-run')
-        _t0[0] = time.perf_counter()
-        _futures.extend(ex.submit(_run, p, base) for p in order)
-        ex.shutdown(wait=False)     # no more work; its threads end with the last notebook
-    return _futures
+_results = {}
 
 @pytest.fixture(scope='module')
 def results():
-    for f in as_completed(start()):
-        res = f.result(); _results[res['notebook']] = res
-        print(f"  {res['notebook']}: {'ok' if res['ok'] else 'FAILED'} in {res.get('wall')} s "
-              f"({res.get('cpu_seconds')} s CPU, {res.get('unsolved')} exercises not solved yet)", flush=True)
-    total = time.perf_counter() - _t0[0]
-    print(f"\nlearner's run: {len(_futures)} notebooks in {total:.0f} s with {WORKERS} at a time; "
+    # the longest first, so that the two workers finish together
+    order = sorted(NBS + HANDOUT, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), _id(p)))
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as ex:
+        for f in as_completed([ex.submit(_run, p) for p in order]):
+            res = f.result(); _results[res['notebook']] = res
+            print(f"  {res['notebook']}: {'ok' if res['ok'] else 'FAILED'} in {res.get('wall')} s "
+                  f"({res.get('cpu_seconds')} s CPU, {res.get('unsolved')} exercises not solved yet)", flush=True)
+    total = time.perf_counter() - t0
+    print(f"\nlearner's run: {len(order)} notebooks in {total:.0f} s with {WORKERS} at a time; "
           + ', '.join(f"{r['notebook']} {r.get('wall', r.get('seconds'))} s" for r in sorted(_results.values(), key=lambda r: -r.get('wall', 0))[:6]))
     return _results
 
 @pytest.mark.parametrize('p', NBS + HANDOUT, ids=_id)
 def test_run_all_as_in_colab(results, p):
-    res = results.get(_id(p)) or _run(p, dict(os.environ))
+    res = results[_id(p)]
     assert res['ok'], f"{_id(p)}: {res['error']}\n{res.get('output', '')}"
     # after Run all the stubs are still stubs: every exercise cell that calls one must say "not solved yet"
     calls = [c for c in json.loads(p.read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'code'
