@@ -49,7 +49,8 @@ def test_greedy_equal(pair, cache):
     assert torch.equal(generate(ours, prompt, n, greedy=True, cache=cache), ref)
 
 def test_weights_keep_conv1d_memory_order(pair):
-    "load_gpt2 keeps every 2-D weight in the file's (in, out) order (the faster one for one-token steps on a CPU): only the layout differs"
+    """load_gpt2 stores every 2-D parameter column-major: the Conv1D weights in the file's (in, out) order (the faster one
+    for one-token steps on a CPU), the embeddings likewise (the tied head reads wte.T row after row); only the layout differs"""
     hf, ours, _, cfg = pair
     for n, w in ours.named_parameters():
         if w.dim() == 2: assert w.T.is_contiguous() and not w.is_contiguous(), n
