@@ -3,6 +3,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault('TFS_DATA', str(ROOT.parent/'shared'/'data'))
 os.environ.setdefault('TFS_QUICK', '1')
 os.environ.setdefault('MPLBACKEND', 'Agg')
+os.environ['TFS_CHECKS'] = 'raise'   # a failing check raises CheckError (in a notebook it prints one line), so tests can assert each verdict
 
 import pytest
 

@@ -1,22 +1,39 @@
 """The learner's run: every lesson as Colab's *Run all* runs it (tools/colab_run.py), two notebooks at a time.
 
 Every code cell in order, `#| slow`/`#| cuda`/`#| exercise` included, in an empty temporary folder, without nbdev,
-`TFS_QUICK` unset (so each cell decides from the device: the CPU here); an exercise cell may only say "not solved yet".
-Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts one fails here."""
+`TFS_QUICK` and `TFS_CHECKS` unset (so each cell decides from the device, the CPU here, and each check reports as it
+does for a learner). Like Colab, a notebook stops at its first exception, exercise cells included: that fails it. Both
+editions run: the solutions edition (`nbs/`) and the learner's edition (`handout/`) of every lesson whose code differs
+from it beyond what the handout writer strips (`#|` lines, developer cells); for the others the test proves that their
+code is the same. Each notebook gets `LIMIT` seconds: a full training run on a CPU takes hours, so a cell that starts
+one fails here."""
 import json, os, re, sys, time, subprocess, pathlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 import pytest
+from transformers_scratch.cli import handout_nb, is_internal
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NBS = sorted(p for p in (ROOT/'nbs').glob('*.ipynb'))
 LONG = ['32_multi30k', '12_imdb', '42_imdb_pretrain', '22_shakespeare', '41_pretrain', '21_lm', '11_classify', '23_imdb_lm']
-# the learner's edition too, where it differs (solutions replaced by imports): the lessons with exercises, but the long ones
-HANDOUT = sorted(p for p in (ROOT/'handout').glob('*.ipynb')
-                 if p.stem not in LONG and any(''.join(c['source']).startswith('# Solution removed from the handout')
-                                               for c in json.loads(p.read_text(encoding='utf-8'))['cells']))
+
+def _nb(p): return json.loads(p.read_text(encoding='utf-8'))
+def _code(nb): return [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code']
+def _stripped(nb):
+    "The code the learner's edition would run if the writer only dropped `#|` lines and developer cells"
+    return _code(handout_nb(nb))
+def _same_code(p):
+    "Does the learner's edition of `p` run exactly the code of the solutions edition (less nbdev's lines)?"
+    nb = _nb(p)
+    plain = [''.join(l for l in s.splitlines(keepends=True) if not l.lstrip().startswith('#|')).lstrip('\n') for s in _code(nb)
+             if not re.search(r'^\s*#\|\s*dev\b', s, re.M) and 'nbdev.nbdev_export()' not in s]
+    return [s for s in plain if s.strip()] == _stripped(nb)
+
+HANDOUT = sorted(ROOT/'handout'/p.name for p in NBS if (ROOT/'handout'/p.name).exists() and not _same_code(p))
 def _id(p): return f"{p.parent.name}/{p.name}"
 LIMIT = int(os.environ.get('TFS_NB_LIMIT', 1200))     # seconds per notebook, two side by side on 2 cores (the longest, 32_multi30k: 550-600 s on a slow 2-core machine; a full configuration on a CPU takes hours)
 WORKERS = int(os.environ.get('TFS_NB_WORKERS', 2))
+ONLY = os.environ.get('TFS_NB_ONLY')                   # run only the notebooks whose name contains one of these (comma-separated)
+SELECTED = [p for p in NBS + HANDOUT if not ONLY or any(s in _id(p) for s in ONLY.split(','))]
 
 def _run(p):
     env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
@@ -42,26 +59,40 @@ _results = {}
 @pytest.fixture(scope='module')
 def results():
     # the longest first, so that the two workers finish together
-    order = sorted(NBS + HANDOUT, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), _id(p)))
+    order = sorted(SELECTED, key=lambda p: (LONG.index(p.stem) if p.stem in LONG else len(LONG), _id(p)))
     t0 = time.perf_counter()
     with ThreadPoolExecutor(WORKERS) as ex:
         for f in as_completed([ex.submit(_run, p) for p in order]):
             res = f.result(); _results[res['notebook']] = res
             print(f"  {res['notebook']}: {'ok' if res['ok'] else 'FAILED'} in {res.get('wall')} s "
-                  f"({res.get('cpu_seconds')} s CPU, {res.get('unsolved')} exercises not solved yet)", flush=True)
+                  f"({res.get('cpu_seconds')} s CPU; {res.get('tally')})", flush=True)
     total = time.perf_counter() - t0
     print(f"\nlearner's run: {len(order)} notebooks in {total:.0f} s with {WORKERS} at a time; "
           + ', '.join(f"{r['notebook']} {r.get('wall', r.get('seconds'))} s" for r in sorted(_results.values(), key=lambda r: -r.get('wall', 0))[:6]))
     return _results
 
-@pytest.mark.parametrize('p', NBS + HANDOUT, ids=_id)
+def _exercise_calls(p):
+    "The cells that check a learner's function: `x = check_x(my_x)`"
+    return [s for s in _code(_nb(p)) if re.search(r'^\s*\w+\s*=\s*check_\w+\(\s*my_\w+', s, re.M)]
+
+@pytest.mark.parametrize('p', SELECTED, ids=_id)
 def test_run_all_as_in_colab(results, p):
     res = results[_id(p)]
     assert res['ok'], f"{_id(p)}: {res['error']}\n{res.get('output', '')}"
-    # after Run all the stubs are still stubs: every exercise cell that calls one must say "not solved yet"
-    calls = [c for c in json.loads(p.read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'code'
-             and re.search(r'^#\|\s*exercise', ''.join(c['source']), re.M) and not re.search(r'^def ', ''.join(c['source']), re.M)]
-    assert res['unsolved'] == len(calls), f"{_id(p)}: {len(calls)} exercise calls, {res['unsolved']} said 'not solved yet'"
+    # after Run all the stubs are still stubs: each of the learner's checks says "not solved yet", none a mistake
+    calls = _exercise_calls(p)
+    assert res['unsolved'] == len(calls), f"{_id(p)}: {len(calls)} exercise checks, {res['unsolved']} said 'not solved yet'"
+    assert res['failed'] == 0, f"{_id(p)}: a check found a mistake in a stub or a solution"
+    if calls:   # an exercise lesson ends with its tally: all solved in the solutions edition, none in the learner's
+        n = len({re.search(r'check_\w+', s).group(0) for s in calls})
+        want = f"{n} of {n}" if p.parent.name == 'nbs' else f"0 of {n}"
+        assert res['tally'] and want in res['tally'], f"{_id(p)}: tally {res['tally']!r}, expected '{want} exercises solved'"
 
 def test_handout_lessons_are_run():
-    assert len(HANDOUT) >= 6, [p.name for p in HANDOUT]
+    "Every learner's edition whose code differs is run; the others run exactly the solutions edition's code"
+    assert len(HANDOUT) >= 12, [p.name for p in HANDOUT]
+    for p in NBS:
+        h = ROOT/'handout'/p.name
+        if is_internal(_nb(p)): assert not h.exists(), f"{p.name} is library internals: it has no learner's edition"
+        else: assert h.exists(), f"no learner's edition of {p.name}"
+        if h.exists() and h not in HANDOUT: assert _code(_nb(h)) == _stripped(_nb(p))

@@ -5,10 +5,9 @@ import pytest
 from transformers_scratch.core import TODO, assert_check
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
-from transformers_scratch.attention import (
-    check_attention, attention, check_split_heads, split_heads, check_merge_heads, merge_heads,
-    check_selfattention_forward, selfattention_forward)
-from transformers_scratch.checks.attention import *   # the exercise checks (the model module forwards check_* names here too)
+from transformers_scratch.attention import attention, split_heads, merge_heads, selfattention_forward
+from transformers_scratch.checks.attention import check_attention, check_split_heads, check_merge_heads, check_selfattention_forward
+from transformers_scratch.checks.attention import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 

@@ -1,8 +1,9 @@
 "Lesson 20a's checks accept the solution and reject the stub and each typical mistake with its own hint."
 import pytest, torch
 from transformers_scratch.core import TODO, assert_check
-from transformers_scratch.lmdata import check_lm_pair, lm_pair
-from transformers_scratch.checks.lmdata import *   # the exercise checks (the model module forwards check_* names here too)
+from transformers_scratch.lmdata import lm_pair
+from transformers_scratch.checks.lmdata import check_lm_pair
+from transformers_scratch.checks.lmdata import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -48,6 +49,6 @@ def test_lm_pair_issue11():
 def test_lm_pair_still_importable_from_lm():
     "Lesson 20a took the data from lesson 21: the names users import from `transformers_scratch.lm` still work"
     import transformers_scratch.lm as lm, transformers_scratch.lmdata as d
-    from transformers_scratch.lm import check_lm_pair as c, lm_pair as p, CharVocab, char_dls, word_dls, WordCodec, lm_dls, lm_ids
-    assert c is check_lm_pair and p is lm_pair and CharVocab is d.CharVocab and lm_dls is d.lm_dls
+    from transformers_scratch.lm import lm_pair as p, CharVocab, char_dls, word_dls, WordCodec, lm_dls, lm_ids
+    assert p is lm_pair and CharVocab is d.CharVocab and lm_dls is d.lm_dls
     assert {'CharVocab', 'lm_pair', 'char_dls', 'word_dls', 'WordCodec', 'lm_dls', 'lm_ids'} <= set(lm.__all__)

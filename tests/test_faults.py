@@ -10,7 +10,7 @@ import gzip, io, json, os, pickle, re, shutil, signal, subprocess, sys, textwrap
 from pathlib import Path
 import pytest, torch
 from transformers_scratch.cli import main
-from transformers_scratch.core import save_checkpoint, load_checkpoint, atomic_write
+from transformers_scratch.checkpoints import save_checkpoint, load_checkpoint, atomic_write
 from transformers_scratch.classify import (synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier,
                                            predict_text)
 from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, load_lm
@@ -363,7 +363,7 @@ def test_a_write_fault_keeps_the_earlier_file(d, tmp_path, via):
     r = py("""
         import resource, signal, sys, torch
         from transformers_scratch.cli import main
-        from transformers_scratch.core import save_checkpoint
+        from transformers_scratch.checkpoints import save_checkpoint
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)            # a write past the limit fails with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
         if sys.argv[1] == 'save_checkpoint':
@@ -378,7 +378,7 @@ def test_concurrent_writers_never_mix(tmp_path):
     "Four processes saving different models to one path, over and over: the file is always one of them, whole"
     code = """
         import sys, torch
-        from transformers_scratch.core import save_checkpoint
+        from transformers_scratch.checkpoints import save_checkpoint
         torch.manual_seed(int(sys.argv[2]))
         m = torch.nn.Linear(200, 100 + int(sys.argv[2]))
         for _ in range(15): save_checkpoint(sys.argv[1], 'x/1', m, writer=int(sys.argv[2]))

@@ -193,7 +193,7 @@ def test_gpt2_classifier_round_trip(tmp_path, kind):
     assert m.training                                                   # probs leaves the model's mode as it found it
 
 def test_load_gpt2_classifier_errors(tmp_path):
-    from transformers_scratch.core import save_checkpoint
+    from transformers_scratch.checkpoints import save_checkpoint
     with pytest.raises(FileNotFoundError, match=r"no such file .*tfs classify --gpt2 NAME_OR_FOLDER --out") as e: load_gpt2_classifier(tmp_path/'no.pt')
     assert one_line(e)
     (tmp_path/'pickled.pt').write_bytes(__import__('pickle').dumps({'format': 'transformers_scratch.gpt2_classify/1'}))

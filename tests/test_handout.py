@@ -1,7 +1,7 @@
 "`tfs handout`: solutions gone, checks folded, outputs cleared, the committed handout/ up to date, and bad input refused in one line."
-import json, os, subprocess, sys, pathlib
+import json, os, re, subprocess, sys, pathlib
 import pytest
-from transformers_scratch.cli import is_solution, make_handout
+from transformers_scratch.cli import is_solution, make_handout, is_internal
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def tfs(*args, cwd=None):
@@ -11,12 +11,19 @@ def test_handout(tmp_path):
     r = tfs('handout', '--src', str(ROOT/'nbs'), '--dest', str(tmp_path/'h'))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res['notebooks'] == len(list((ROOT/'nbs').glob('*.ipynb')))
+    lessons = [p for p in (ROOT/'nbs').glob('*.ipynb') if not is_internal(json.loads(p.read_text()))]
+    assert res['notebooks'] == len(lessons)
     n_solutions = n_folded = 0
-    for p in (ROOT/'nbs').glob('*.ipynb'):
+    for p in lessons:
         orig = json.loads(p.read_text()); h = json.loads((tmp_path/'h'/p.name).read_text())
-        assert len(orig['cells']) == len(h['cells'])
-        for i, (o, c) in enumerate(zip(orig['cells'], h['cells'])):
+        for c in h['cells']:
+            if c['cell_type'] == 'code': assert not re.search(r'^\s*#\|', ''.join(c['source']), re.M), f"{p.name}: nbdev's lines are for developers"
+        # cells keep their order; the writer drops developer cells, empty ones and the solutions' re-checks
+        ids, at, pairs = [c['id'] for c in orig['cells']], 0, []
+        for c in h['cells']:
+            assert c['id'] in ids[at:], f"{p.name}: cell {c['id']} out of order or not from the solutions edition"
+            at = ids.index(c['id'], at) + 1; pairs.append((orig['cells'][at - 1], c))
+        for i, (o, c) in enumerate(pairs):
             assert c.get('outputs', []) == []
             s, hs = ''.join(o['source']), ''.join(c['source'])
             if o['cell_type'] == 'markdown' and i < 4 and 'colab-badge.svg' in s:                    # the badge opens the learner's edition, which says where the other is
@@ -25,10 +32,11 @@ def test_handout(tmp_path):
             if is_solution(s):
                 n_solutions += 1
                 assert 'Solution removed' in hs and 'def ' not in hs
-                # what was defined is importable from the library, so the lesson goes on
+                # what was defined and not returned by the exercise's check is importable from the library
                 line = hs.splitlines()[-1]
-                assert line.startswith('from transformers_scratch.')
-                exec(line, {})
+                if not line.startswith('#'):
+                    assert line.startswith('from transformers_scratch.')
+                    exec(line, {})
             if c.get('metadata') == {'cellView': 'form'} and 'check' in hs.splitlines()[0] and not is_solution(s):
                 assert hs.startswith('# @title ')       # Colab folds a form cell whose first line is its title
                 n_folded += 1
@@ -45,6 +53,7 @@ def test_committed_handout_is_up_to_date(tmp_path):
 
 def test_every_lesson_says_which_edition():
     for p in sorted((ROOT/'nbs').glob('[0-9]*.ipynb')):
+        if is_internal(json.loads(p.read_text())): continue
         top = ''.join(''.join(c['source']) for c in json.loads(p.read_text())['cells'][:4])
         assert 'Solutions edition' in top and f'handout/{p.name}' in top, p.name
 

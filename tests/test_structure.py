@@ -133,7 +133,7 @@ def _old_layout(model):
     return {k.removeprefix('trunk.'): v for k, v in model.state_dict().items()}
 
 def test_old_lm_checkpoint_loads(tmp_path):
-    from transformers_scratch.core import save_checkpoint
+    from transformers_scratch.checkpoints import save_checkpoint
     from transformers_scratch.lm import load_lm, _FORMAT
     from transformers_scratch.models import GenerationTransformer
     torch.manual_seed(0)
@@ -150,7 +150,7 @@ def test_old_lm_checkpoint_loads(tmp_path):
     assert torch.equal(g2.eval()(x), g.eval()(x))
 
 def test_old_encoder_checkpoint_loads_and_newer_versions_are_refused(tmp_path):
-    from transformers_scratch.core import save_checkpoint
+    from transformers_scratch.checkpoints import save_checkpoint
     from transformers_scratch.pretrain import load_encoder_file, _FORMAT
     from transformers_scratch.mlm import MaskedLMTransformer
     torch.manual_seed(0)
@@ -167,7 +167,7 @@ def test_old_encoder_checkpoint_loads_and_newer_versions_are_refused(tmp_path):
 
 def test_validators_are_not_named_check():
     "`check_` names an exercise check only; argument validators are `validate_*`"
-    from transformers_scratch import models, generate, core
+    from transformers_scratch import models, generate, checkpoints
     assert hasattr(models, 'validate_tokens') and not hasattr(models, 'check_tokens')
-    assert hasattr(core, 'validate_output') and not hasattr(core, 'check_output')
+    assert hasattr(checkpoints, 'validate_output') and not hasattr(checkpoints, 'check_output')
     assert hasattr(generate, 'validate_sampling_args') and not hasattr(generate, 'check_sampling_args')

@@ -10,14 +10,6 @@ __all__ = ['attention_weights', 'attention', 'fast_attention', 'split_heads', 'm
 import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from .masks import causal_mask, masked_softmax, neg_fill
 
-# %% ../nbs/03_attention.ipynb #2c39a6b7
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.attention`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.attention'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/03_attention.ipynb #a2d11c84
 # @title Solution: attention
 def attention_weights(q, k,             # (..., t_q, s), (..., t_k, s)

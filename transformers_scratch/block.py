@@ -9,14 +9,6 @@ __all__ = ['ACTIVATIONS', 'layer_norm', 'feedforward', 'TransformerBlock', 'post
 import copy, torch, torch.nn as nn, torch.nn.functional as F
 from .attention import SelfAttention
 
-# %% ../nbs/05_block.ipynb #cc77a1d8
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.block`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.block'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/05_block.ipynb #cdc6ccf6
 # @title Solution: layer norm
 def layer_norm(x,         # (..., e)

@@ -27,7 +27,7 @@ from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .core import save_checkpoint, load_checkpoint, validate_output, validate_folder, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_folder, validate_config
 from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['MAX_EPOCHS', 'MAX_EMB', 'MAX_HEADS', 'MAX_DEPTH', 'MAX_SEQ_LEN', 'MAX_BEAM', 'MAX_ROWS', 'MAX_N', 'MIN_TEMPERATURE',
-           'REPO', 'BRANCH', 'CLIError', 'main', 'colab_url', 'edition_header', 'is_solution', 'handout_nb',
-           'make_handout']
+           'REPO', 'BRANCH', 'CLIError', 'main', 'colab_url', 'edition_header', 'is_solution', 'is_internal',
+           'handout_nb', 'make_handout']
 
 # %% ../nbs/90_cli.ipynb #be93b3c0
 import os, sys, json, math, argparse, warnings
@@ -102,7 +102,7 @@ MIN_TEMPERATURE = 1e-4   # as `lm.MIN_TEMPERATURE`: below it logits / temperatur
 
 def _validate(a):
     "Check the arguments, and that the outputs can be written, before any work"
-    from transformers_scratch.core import validate_output, validate_folder
+    from transformers_scratch.checkpoints import validate_output, validate_folder
     if a.cmd == 'classify' and a.emb and a.heads and a.emb % a.heads:
         raise CLIError(f"tfs classify: error: --heads ({a.heads}) must divide --emb ({a.emb})")
     if a.cmd == 'predict' and not a.text.strip(): raise CLIError("tfs predict: error: the text to classify is empty")
@@ -285,8 +285,9 @@ def edition_header(name,          # the notebook's file name, e.g. '03_attention
     "The markdown at the top of a lesson: its Colab badge, which edition this is and where the other one is"
     if learner:
         return (f"{_BADGE}({colab_url('handout/' + name)})\n\n"
-                f"**Learner's edition**: the exercises are yours to solve; after each one, the library's solution is imported "
-                f"so the lesson goes on. The solutions edition, with every solution and its outputs: "
+                f"**Learner's edition**: the exercises are yours to solve. Each check prints one line: passed, not solved yet, "
+                f"or the mistake it found; your function carries the lesson on once it passes, the library's until then. "
+                f"The solutions edition, with every solution and its outputs: "
                 f"[nbs/{name}]({colab_url('nbs/' + name)}).")
     return (f"{_BADGE}({colab_url('nbs/' + name)})\n\n"
             f"**Solutions edition**: every exercise is followed by its solution (collapsed in Colab). To solve them yourself, "
@@ -331,29 +332,68 @@ def _fold(src, checks):
     else: title = f"# @title {', '.join(checks)}: how your answer is checked (run this cell; no need to read it)"
     return '\n'.join([title] + lines)
 
+def _directives(src):
+    "The names of nbdev's `#|` directives in a cell"
+    return {m.group(1) for m in re.finditer(r'^\s*#\|\s*([\w-]+)', src, re.M)}
+
+def _undirected(src):
+    "`src` without nbdev's `#|` lines"
+    return ''.join(l for l in src.splitlines(keepends=True) if not l.lstrip().startswith('#|')).lstrip('\n')
+
+def _checked_names(src):
+    "Names a cell assigns from a check, as in `attention = check_attention(my_attention)`"
+    try: body = ast.parse(_code(src)).body
+    except SyntaxError: return []
+    return [t.id for n in body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+            and getattr(n.value.func, 'id', '').startswith('check_') for t in n.targets if isinstance(t, ast.Name)]
+
+def _only_checks(src, names):
+    "Does the cell only call checks on some of `names` (the solution's own re-check)?"
+    try: body = ast.parse(_code(src)).body
+    except SyntaxError: return False
+    return bool(body) and all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                              and getattr(n.value.func, 'id', '').startswith('check_')
+                              and all(getattr(a, 'id', None) in names for a in n.value.args) for n in body)
+
+def is_internal(nb):
+    "Is notebook dict `nb` one of the library's internals (it says *Library internals* near the top), with no learner's edition?"
+    return any('Library internals' in ''.join(c['source']) for c in nb['cells'][:4] if c['cell_type'] == 'markdown')
+
 def handout_nb(nb, lib='transformers_scratch',
                name=None,   # the notebook's file name: its badge then opens the learner's edition
               ):
-    "A copy of notebook dict `nb` for the learner: solutions replaced by library imports, long checks folded, outputs cleared"
+    "A copy of notebook dict `nb` for the learner: solutions removed, developer cells and `#|` lines dropped, long checks folded, outputs cleared"
     nb = copy.deepcopy(nb)
-    mod = _default_exp(nb)
+    mod, cells, checked, solved = _default_exp(nb), [], set(), ()
     for i, c in enumerate(nb['cells']):
         src = ''.join(c['source'])
         if c['cell_type'] == 'markdown' and name and i < 4 and 'colab-badge.svg' in src:
             c['source'] = edition_header(name, learner=True).splitlines(keepends=True)
-        if c['cell_type'] != 'code': continue
+        if c['cell_type'] != 'code': cells.append(c); continue
         c['outputs'], c['execution_count'] = [], None
+        if 'dev' in _directives(src) or 'nbdev.nbdev_export()' in src: continue     # for the course's developers
+        if solved and _only_checks(src, solved): solved = (); continue            # the solution's own re-check
+        solved = ()
+        if is_solution(src):
+            try: names = _defined_names(src)
+            except SyntaxError as e: raise ValueError(f"cell {i}: a solution that does not parse ({e.msg}, line {e.lineno})") from None
+            solved, rest = names, [n for n in names if n not in checked]
+            new = ["# Solution removed from the handout: solve the exercise above.\n"]
+            if checked & set(names): new.append(f"# From here on the lesson uses {', '.join(n for n in names if n in checked)} as the check returned it: yours once it passes.\n")
+            if rest and mod: new.append(f"from {lib}.{mod} import {', '.join(rest)}")
+            c['source'], c['metadata'] = new, {}
+            cells.append(c); continue
+        checked.update(_checked_names(src))
         checks = _checks_defined(src)
         if checks and len(src.splitlines()) > 8:
-            c['source'], c['metadata'] = _fold(src, checks).splitlines(keepends=True), {'cellView': 'form'}
-        if not is_solution(src): continue
-        try: names = _defined_names(src)
-        except SyntaxError as e: raise ValueError(f"cell {i}: a solution that does not parse ({e.msg}, line {e.lineno})") from None
-        new = ["# Solution removed from the handout: solve the exercise above.\n",
-               "# The library's version is imported so that the rest of the lesson runs.\n"]
-        if names and mod: new.append(f"from {lib}.{mod} import {', '.join(names)}")
-        c['source'], c['metadata'] = new, {}
+            src, c['metadata'] = _fold(src, checks), {'cellView': 'form'}
+        src = _undirected(src)
+        if not src.strip(): continue
+        c['source'] = src.splitlines(keepends=True)
+        cells.append(c)
+    nb['cells'] = cells
     return nb
+
 
 # %% ../nbs/90_cli.ipynb #8898b82e
 _GET = (f"run it from a clone of the course (git clone https://github.com/{REPO}), "
@@ -380,6 +420,7 @@ def make_handout(src='nbs',          # folder of lesson notebooks
         try:
             nb = json.loads(p.read_text(encoding='utf-8'))
             if not isinstance(nb, dict) or not isinstance(nb.get('cells'), list): raise ValueError("no list of cells")
+            if is_internal(nb): continue
             out[p.name] = json.dumps(handout_nb(nb, name=p.name), indent=1, ensure_ascii=False) + '\n'
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)

@@ -10,14 +10,6 @@ __all__ = ['sample', 'top_k_filter', 'top_p_filter', 'min_p_filter', 'validate_s
 import math, operator, inspect, torch, torch.nn.functional as F
 from .runtime import evaluating
 
-# %% ../nbs/20_generate.ipynb #ea988721
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.generate`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.generate'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/20_generate.ipynb #0879f976
 # @title Solution: sample
 def sample(logits,            # (..., v) next-token logits

@@ -13,18 +13,11 @@ __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_CLASSIFY', 'GPT2Error', 'gpt2_confi
 import os, sys, json, time, socket, tempfile, warnings, itertools, urllib.parse
 from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
-from .core import TODO, save_checkpoint, load_checkpoint, validate_output, validate_config
+from .core import TODO
+from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_config
 from .runtime import default_device
 from .models import GenerationTransformer
 from .generate import generate, validate_sampling_args
-
-# %% ../nbs/24_gpt2.ipynb #bf62d8b5
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.gpt2`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.gpt2'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub

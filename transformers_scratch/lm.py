@@ -20,7 +20,7 @@ from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
 from .runtime import set_precision, evaluating
-from .core import save_checkpoint, load_checkpoint, validate_output, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_config
 from .masks import causal_mask, mask_scores
 from .models import GenerationTransformer, TRUNK_VERSION, upgrade_checkpoint, attention_maps
 from .generate import generate_text, validate_sampling_args
@@ -28,16 +28,6 @@ from .training import adamw, speed_up, data_parallel, launch_device, is_main_pro
 from .lmdata import (CharVocab, lm_pair, CharWindows, RandomWindowDL, char_dls, word_dls, WordCodec,
                                          lm_ids, lm_text, lm_df, lm_dls)   # lesson 20a: the data
 _all_ = ['CharVocab', 'lm_pair', 'CharWindows', 'RandomWindowDL', 'char_dls', 'word_dls', 'WordCodec', 'lm_ids', 'lm_text', 'lm_df', 'lm_dls']
-
-# %% ../nbs/21_lm.ipynb #a7302011
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.lm` (and lesson 20a's in `checks.lmdata`); imported on first use"
-    if name.startswith('check_'):
-        import importlib
-        for m in ('lm', 'lmdata'):
-            mod = importlib.import_module(f'transformers_scratch.checks.{m}')
-            if hasattr(mod, name): return getattr(mod, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/21_lm.ipynb #95bc5d77
 # @title Solution: causal_scores

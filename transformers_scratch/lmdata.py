@@ -17,14 +17,6 @@ from .runtime import default_device
 from .generate import encode_chars
 from .data import shakespeare_text, imdb_sample_df
 
-# %% ../nbs/20a_lmdata.ipynb #1c4afc41
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.lmdata`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.lmdata'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/20a_lmdata.ipynb #4427cfbc
 class CharVocab:
     "The characters of a text, sorted: `itos[id]` is a character, `stoi[char]` its id"

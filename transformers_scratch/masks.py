@@ -8,14 +8,6 @@ __all__ = ['causal_mask', 'neg_fill', 'mask_scores', 'lengths_to_mask', 'masked_
 # %% ../nbs/02_masks.ipynb #0a8bac91
 import math, itertools, torch, torch.nn.functional as F
 
-# %% ../nbs/02_masks.ipynb #9bccd263
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.masks`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.masks'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/02_masks.ipynb #19f2968e
 # @title Solution: causal mask
 def causal_mask(t, device=None):

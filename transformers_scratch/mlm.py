@@ -9,14 +9,6 @@ __all__ = ['mask_tokens', 'masked_lm_loss', 'masked_accuracy', 'MaskedLMTransfor
 import torch, torch.nn as nn, torch.nn.functional as F
 from .models import ClassificationTransformer, Trunk, HasTrunk
 
-# %% ../nbs/40_mlm.ipynb #80d03f2a
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.mlm`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.mlm'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/40_mlm.ipynb #881001fa
 # @title Solution: mask_tokens
 def mask_tokens(x,               # (b, t) long token ids, left unchanged

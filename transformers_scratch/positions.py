@@ -8,14 +8,6 @@ __all__ = ['sinusoidal_encoding', 'sinusoidal_shift', 'positions_from_pad', 'Pos
 # %% ../nbs/04_positions.ipynb #de9bd273
 import math, torch, torch.nn as nn
 
-# %% ../nbs/04_positions.ipynb #fa73241d
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.positions`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.positions'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/04_positions.ipynb #5e6c736b
 # @title Solution: sinusoidal encoding
 def sinusoidal_encoding(t, e):

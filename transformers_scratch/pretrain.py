@@ -24,7 +24,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import save_checkpoint, load_checkpoint, validate_config, validate_output
+from .checkpoints import save_checkpoint, load_checkpoint, validate_config, validate_output
 from .runtime import quick_mode, default_device, set_precision, n_params
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint

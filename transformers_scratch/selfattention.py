@@ -8,14 +8,6 @@ __all__ = ['raw_weights', 'row_softmax', 'basic_self_attention', 'einsum_self_at
 # %% ../nbs/01_selfattention.ipynb #78e8022e
 import copy, torch, torch.nn.functional as F
 
-# %% ../nbs/01_selfattention.ipynb #765f694e
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.selfattention`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.selfattention'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/01_selfattention.ipynb #ee860e23
 # @title Solution: raw_weights
 def raw_weights(x):

@@ -18,14 +18,6 @@ from .generate import KVCache, _integer
 from .runtime import evaluating
 from .models import attention_maps as _attention_maps
 
-# %% ../nbs/30_seq2seq.ipynb #0526c55e
-def __getattr__(name):
-    "`check_*`: the exercise checks live in `transformers_scratch.checks.seq2seq`; imported from there on first use"
-    if name.startswith('check_'):
-        import importlib
-        return getattr(importlib.import_module('transformers_scratch.checks.seq2seq'), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/30_seq2seq.ipynb #048a632a
 # @title Solution: valid_lens
 def valid_lens(tokens,      # (b, t) right-padded token ids

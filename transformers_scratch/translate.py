@@ -22,7 +22,7 @@ from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from fastai.torch_core import set_seed
-from .core import save_checkpoint, load_checkpoint, validate_output, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_config
 from .runtime import default_device, set_precision
 from .data import multi30k_pairs
 from .seq2seq import (Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch,
