@@ -29,6 +29,7 @@ if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_require
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = shlex.split(cfg.get('dev_requirements') or '')
+gpt2_requirements = shlex.split(cfg.get('gpt2_requirements') or '')
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -43,7 +44,7 @@ setuptools.setup(
     packages=setuptools.find_packages(exclude=['tests', 'benchmarks']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'gpt2': gpt2_requirements},
     dependency_links=cfg.get('dep_links', '').split(),
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),

@@ -47,3 +47,56 @@ def test_dry_run_install_replaces_nothing(tmp_path):
         try: replaced[name] = f"{version(name)} -> {v}"
         except PackageNotFoundError: pass
     assert not replaced, f"pip would replace packages already installed: {replaced}"
+
+def test_dry_run_install_with_gpt2_extra_replaces_nothing(tmp_path):
+    "Lesson 24's install cell installs `transformers_scratch[gpt2]`: on Colab that too must replace nothing"
+    report = tmp_path/'report.json'
+    r = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--quiet', '--no-build-isolation',
+                        '--report', str(report), f"{ROOT}[gpt2]"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    wanted = {i['metadata']['name'].lower().replace('_', '-') for i in json.loads(report.read_text())['install']} - {'transformers-scratch'}
+    replaced = []
+    for name in wanted:
+        try: version(name); replaced.append(name)
+        except PackageNotFoundError: pass
+    assert not replaced, f"pip would replace packages already installed: {replaced}"
+
+def _closure(reqs):
+    "Distributions `reqs` install, with what they require in turn (as installed here), by normalised name"
+    import re
+    from importlib.metadata import requires
+    norm = lambda n: re.sub(r'[-_.]+', '-', n).lower()
+    seen, todo = set(), [Requirement(r).name for r in reqs]
+    while todo:
+        n = norm(todo.pop())
+        if n in seen: continue
+        seen.add(n)
+        try: rs = requires(n) or []
+        except PackageNotFoundError: continue
+        todo += [Requirement(r).name for r in rs if 'extra ==' not in r]
+    return seen
+
+def test_install_covers_what_every_lesson_imports():
+    "`pip install -e .` (and `.[gpt2]` for lesson 24) installs every package a lesson imports: nothing fails outside Colab"
+    import ast, re
+    from importlib.metadata import packages_distributions
+    dists = packages_distributions()
+    norm = lambda n: re.sub(r'[-_.]+', '-', n).lower()
+    base = _closure(shlex.split(settings()['requirements']))
+    gpt2 = base | _closure(shlex.split(settings()['gpt2_requirements']))
+    missing = []
+    for nb in sorted((ROOT/'nbs').glob('*.ipynb')):
+        mods = set()
+        for c in json.loads(nb.read_text(encoding='utf-8'))['cells']:
+            if c['cell_type'] != 'code': continue
+            src = '\n'.join(l for l in ''.join(c['source']).splitlines() if not l.lstrip().startswith(('%', '!')))
+            try: tree = ast.parse(src)
+            except SyntaxError: continue
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Import): mods.update(a.name.split('.')[0] for a in n.names)
+                elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module: mods.add(n.module.split('.')[0])
+        allowed = gpt2 if nb.stem.startswith('24_') else base
+        for m in sorted(mods - set(sys.stdlib_module_names) - {'transformers_scratch', 'google', 'nbdev', 'torchvision'}):
+            ds = {norm(d) for d in dists.get(m, [])}
+            if not ds & allowed: missing.append(f"{nb.name} imports {m} ({', '.join(ds) or 'not installed'})")
+    assert not missing, missing

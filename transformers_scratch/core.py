@@ -53,19 +53,25 @@ def _mode():
     "What a failing check does: 'report' (print a line, return the library's version) or 'raise' (`TFS_CHECKS=raise`)"
     return 'raise' if os.environ.get('TFS_CHECKS', '').strip().lower() == 'raise' else 'report'
 
-def _code_files(fn):
-    "The files the code of `fn` (a function, a lambda, a partial, a class or a module instance) was written in"
+def _codes(fn):
+    "The code objects of `fn` (a function, a lambda, a partial, a class or a module instance), with those nested in them"
     fn = getattr(fn, 'func', fn)                                        # functools.partial
     if isinstance(fn, torch.nn.Module): fn = type(fn)
-    fns = [v for k, v in vars(fn).items() if callable(v) or isinstance(v, (staticmethod, classmethod))] if isinstance(fn, type) else [fn]
-    fns = [getattr(f, '__func__', f) for f in fns]
-    return {f.__code__.co_filename for f in fns if hasattr(f, '__code__')}
+    fns = [v for v in vars(fn).values() if callable(v) or isinstance(v, (staticmethod, classmethod, property))] if isinstance(fn, type) else [fn]
+    todo = [getattr(getattr(f, '__func__', f), '__code__', None) for f in fns]
+    todo += [getattr(f.fget, '__code__', None) for f in fns if isinstance(f, property)]
+    codes = set()
+    while todo:
+        c = todo.pop()
+        if c is None or c in codes or not hasattr(c, 'co_consts'): continue
+        codes.add(c); todo += [k for k in c.co_consts if hasattr(k, 'co_code')]   # closures, lambdas, comprehensions inside
+    return codes
 
-def _raised_in(e, files):
-    "Did exception `e` pass through a frame of code in `files`?"
+def _raised_in(e, codes):
+    "Did exception `e` pass through a frame running one of `codes`?"
     tb = e.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename in files: return True
+        if tb.tb_frame.f_code in codes: return True
         tb = tb.tb_next
     return False
 
@@ -87,8 +93,8 @@ def checker(f=None, solution=None):
         except TODO: verdict, hint = 'unsolved', 'not solved yet'
         except CheckError as e: verdict, hint = 'failed', str(e)
         except Exception as e:
-            files = _code_files(fn)
-            if files and not _raised_in(e, files): raise          # the check's own code crashed: the course's bug
+            codes = _codes(fn)
+            if codes and not _raised_in(e, codes): raise          # the check's own code crashed: the course's bug
             verdict, hint = 'failed', f"your code raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"
         lib = _resolve(solution)
         if fn is not lib or verdict != 'passed': _status[name] = verdict   # the library's own version counts for nobody
