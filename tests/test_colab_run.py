@@ -35,13 +35,24 @@ WORKERS = int(os.environ.get('TFS_NB_WORKERS', 2))
 ONLY = os.environ.get('TFS_NB_ONLY')                   # run only the notebooks whose name contains one of these (comma-separated)
 SELECTED = [p for p in NBS + HANDOUT if not ONLY or any(s in _id(p) for s in ONLY.split(','))]
 
+def _default_exp(p):
+    for s in _code(_nb(ROOT/'nbs'/p.name)):
+        m = re.search(r'^#\|\s*default_exp\s+([\w.]+)', s, re.M)
+        if m: return m.group(1).split('.')[-1]
+
+def _tests_for(p):
+    "The exercise tests a learner's edition is checked with in its own namespace (after its run), if it has exercises"
+    t = ROOT/'tests'/f'test_exercises_{_default_exp(p)}.py'
+    return t if p.parent.name == 'handout' and _exercise_calls(p) and t.exists() else None
+
 def _run(p):
     env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
     if WORKERS > 1: env.setdefault('OMP_NUM_THREADS', '1')   # one torch thread per notebook: two share 2 cores without fighting
     env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [x for x in env.get('PYTHONPATH', '').split(os.pathsep) if x])
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, str(ROOT/'tools'/'colab_run.py'), str(p), '--json'], env=env, cwd=ROOT,
+        tests = _tests_for(p)
+        r = subprocess.run([sys.executable, str(ROOT/'tools'/'colab_run.py'), str(p), '--json'] + (['--tests', str(tests)] if tests else []), env=env, cwd=ROOT,
                            capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b'').decode() if isinstance(e.stdout, bytes) else (e.stdout or '')
@@ -51,7 +62,7 @@ def _run(p):
     except (IndexError, ValueError):
         res = {'notebook': _id(p), 'ok': False, 'error': f"exit {r.returncode}: {(r.stdout + r.stderr)[-3000:]}"}
     res['notebook'], res['wall'] = _id(p), round(time.perf_counter() - t0, 1)
-    if not res['ok']: res['output'] = r.stdout[-4000:]
+    if not res['ok'] or res.get('tests', {}).get('exit'): res['output'] = r.stdout[-4000:]
     return res
 
 _results = {}
@@ -87,6 +98,16 @@ def test_run_all_as_in_colab(results, p):
         n = len({re.search(r'check_\w+', s).group(0) for s in calls})
         want = f"{n} of {n}" if p.parent.name == 'nbs' else f"0 of {n}"
         assert res['tally'] and want in res['tally'], f"{_id(p)}: tally {res['tally']!r}, expected '{want} exercises solved'"
+
+@pytest.mark.parametrize('p', [p for p in SELECTED if p.parent.name == 'handout' and _exercise_calls(p)], ids=_id)
+def test_checks_in_the_learners_namespace(results, p):
+    "After the learner's Run all, the lesson's catalogue of wrong answers goes through the checks the notebook defined"
+    assert _tests_for(p), f"{_id(p)}: no tests/test_exercises_{_default_exp(p)}.py"
+    res = results[_id(p)]
+    assert res['ok'] and 'tests' in res, f"{_id(p)}: {res.get('error')}"
+    t = res['tests']
+    assert t['exit'] == 0, f"{_id(p)}: the exercise tests failed in the learner's namespace (exit {t['exit']}):\n{res.get('output', '')}"
+    assert set(t['called']) <= set(t['rebound']), f"{_id(p)}: checks the notebook calls but its tests never feed: {sorted(set(t['called']) - set(t['rebound']))}"
 
 def test_handout_lessons_are_run():
     "Every learner's edition whose code differs is run; the others run exactly the solutions edition's code"

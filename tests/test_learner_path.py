@@ -1,7 +1,7 @@
-"""The learner's path (issue 23): checks report in a notebook and return the function the lesson goes on with; each
-lesson's checks give their own verdicts in the learner's own namespace; stubs ask instead of answer; no exercise is
+"""The learner's path (issue 23): checks report in a notebook and return the function the lesson goes on with (the
+learner's-namespace runs of each lesson's checks are in test_colab_run.py, after each Run all); stubs ask instead of answer; no exercise is
 defined twice; every lesson a lesson cites exists and holds what is cited; no link leads nowhere in Colab."""
-import ast, contextlib, importlib, io, json, os, re, subprocess, sys, pathlib
+import ast, contextlib, importlib, io, json, re, pathlib
 import pytest
 from transformers_scratch.core import TODO, CheckError
 
@@ -31,18 +31,6 @@ def test_every_lesson_with_exercises_is_tested_in_its_own_namespace():
     for p in EXERCISE_NBS:
         mod = _default_exp(_nb(p)).split('.')[-1]
         assert (ROOT/'tests'/f'test_exercises_{mod}.py').exists(), f"{p.name}: no tests/test_exercises_{mod}.py"
-
-@pytest.mark.parametrize('p', EXERCISE_NBS, ids=lambda p: p.stem)
-def test_checks_in_the_learners_namespace(p):
-    "Run the learner's edition up to its last check, then feed its own checks the lesson's catalogue of wrong answers"
-    mod = _default_exp(_nb(p)).split('.')[-1]
-    env = dict(os.environ, OMP_NUM_THREADS='1', MPLBACKEND='Agg', PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, str(ROOT/'tools'/'learner_checks.py'), str(ROOT/'handout'/p.name),
-                        str(ROOT/'tests'/f'test_exercises_{mod}.py')], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    called = {m.group(1) for s in _code(_nb(p)) for m in CALL.finditer(s)}
-    line = [l for l in r.stdout.splitlines() if l.startswith('learner_checks:')][-1]
-    assert all(c in line for c in called), line
 
 @pytest.mark.parametrize('m,name', _checks(), ids=lambda x: str(x))
 def test_a_check_reports_and_returns_the_lesson_function(m, name, monkeypatch):

@@ -11,11 +11,13 @@ notebook calls is not exercised by the test file)."""
 import sys, os, re, json, tempfile
 from pathlib import Path
 
+CALL = re.compile(r'^\s*\w+\s*=\s*(check_\w+)\(\s*my_\w+', re.M)    # `x = check_x(my_x)`: an exercise's check
+
 def notebook_namespace(path):
     "Run the notebook's code cells up to its last exercise check; return the user namespace and the checks it calls"
     nb = json.loads(Path(path).read_text(encoding='utf-8'))
     cells = [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code']
-    call = re.compile(r'^\s*\w+\s*=\s*(check_\w+)\(\s*my_\w+', re.M)
+    call = CALL
     last = max(i for i, s in enumerate(cells) if call.search(s))
     for k in ('TFS_QUICK', 'IN_TEST', 'TFS_CHECKS'): os.environ.pop(k, None)
     sys.modules['nbdev'] = None
@@ -39,14 +41,20 @@ class Rebind:
                 if k.startswith('check_') and callable(v) and callable(self.ns.get(k)):
                     setattr(mod, k, self.ns[k]); self.rebound.add(k)
 
+def run_tests(ns, tests):
+    "Run pytest on file `tests` with its `check_*` globals taken from namespace `ns`; returns (exit code, names re-bound)"
+    os.environ['TFS_CHECKS'] = 'raise'
+    import pytest
+    plugin = Rebind(ns)
+    code = pytest.main(['-q', '-p', 'no:cacheprovider', '-W', 'ignore', str(tests)], plugins=[plugin])
+    return int(code), sorted(plugin.rebound)
+
 if __name__ == '__main__':
     if len(sys.argv) != 3: sys.exit(__doc__)
     nb, tests = sys.argv[1:]
     ns, called = notebook_namespace(nb)
-    os.environ['TFS_CHECKS'] = 'raise'
-    import pytest
-    plugin = Rebind(ns)
-    code = pytest.main(['-q', '-p', 'no:cacheprovider', '-W', 'ignore', tests], plugins=[plugin])
+    code, rebound = run_tests(ns, tests)
+    plugin = type('R', (), {'rebound': set(rebound)})
     print(f"learner_checks: {Path(nb).name}: rebound {len(plugin.rebound)} checks: {', '.join(sorted(plugin.rebound))}")
     missing = sorted(set(called) - plugin.rebound)
     if missing:

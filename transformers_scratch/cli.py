@@ -356,8 +356,8 @@ def _only_checks(src, names):
                               and all(getattr(a, 'id', None) in names for a in n.value.args) for n in body)
 
 def is_internal(nb):
-    "Is notebook dict `nb` one of the library's internals (it says *Library internals* near the top), with no learner's edition?"
-    return any('Library internals' in ''.join(c['source']) for c in nb['cells'][:4] if c['cell_type'] == 'markdown')
+    "Is notebook dict `nb` one of the library's internals (it says **Library internals** near the top), with no learner's edition?"
+    return any('**Library internals**' in ''.join(c['source']) for c in nb['cells'][:4] if c['cell_type'] == 'markdown')
 
 def handout_nb(nb, lib='transformers_scratch',
                name=None,   # the notebook's file name: its badge then opens the learner's edition
