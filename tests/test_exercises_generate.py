@@ -3,7 +3,6 @@ import pytest, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.generate import sample, top_k_filter, top_p_filter
 from transformers_scratch.checks.generate import check_sample, check_top_k, check_top_p
-from transformers_scratch.checks.generate import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 NEG = float('-inf')
@@ -26,7 +25,6 @@ def test_sample():
         (s_logits, 'sampled from the logits'), (s_logits_pos, 'sampled from the logits'),
         (s_no_T, 'temperature has no effect'), (s_dim0, r'dim=-1'), (s_argmax, 'most likely token'),
         (s_b1, r'\(b, 1\)'), (s_float, 'integers'), (s_log_softmax, 'do not follow|applied twice')])
-    assert_check(check_sample, lambda z, T=1.0: torch.distributions.Categorical(logits=z / T).sample())  # any right way passes
 
 def k_smallest(z, k): return z.masked_fill(z > torch.topk(z, k, largest=False).values[..., -1:], NEG)
 def k_plus_one(z, k): return z.masked_fill(z < torch.topk(z, min(k + 1, z.size(-1))).values[..., -1:], NEG)
@@ -94,13 +92,15 @@ def s_sorted(z, T=1.0): return torch.multinomial(_p(z, T).sort(-1, descending=Tr
 def s_vocab_5(z, T=1.0): return torch.multinomial(_p(z[:, :5], T), 1).squeeze(-1)
 def s_range2(z, T=1.0): return torch.stack([torch.multinomial(_p(z[i], T), 1) for i in range(2)]).squeeze(-1)
 def s_default_07(z, T=0.7): return torch.multinomial(_p(z, T), 1).squeeze(-1)
-def s_gumbel(z, T=1.0): return (z / T - torch.log(-torch.log(torch.rand_like(z, dtype=torch.float32)))).argmax(-1)   # right
-def s_inverse_cdf(z, T=1.0):                                 # right: one uniform number per row
-    u = torch.rand(z.shape[:-1] + (1,), device=z.device)
+def s_gumbel(z, T=1.0, generator=None):                     # right: the Gumbel-max trick
+    u = torch.rand(z.shape, generator=generator, device=z.device)
+    return (z / T - torch.log(-torch.log(u))).argmax(-1)
+def s_inverse_cdf(z, T=1.0, generator=None):                # right: one uniform number per row
+    u = torch.rand(z.shape[:-1] + (1,), device=z.device, generator=generator)
     return (_p(z.float(), T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
 
-def s_inverse_cdf_cpu(z, T=1.0):                             # the uniform numbers are drawn on the CPU
-    u = torch.rand(z.shape[:-1] + (1,))
+def s_inverse_cdf_cpu(z, T=1.0, generator=None):            # the uniform numbers are drawn on the CPU
+    u = torch.rand(z.shape[:-1] + (1,), generator=generator)
     return (_p(z.float(), T).cumsum(-1) < u).sum(-1).clamp(max=z.size(-1) - 1)
 
 def test_sample_device():   # issue 16: run on `meta` (or the GPU), new tensors must follow the logits
@@ -175,3 +175,34 @@ def test_top_p_issue11():
         (p_inplace, 'in place'), (p_fixed_09, 'p=0.9'), (p_scatter_dim1, '3-D'), (p_float32_out, 'dtype'),
         (p_finfo32, 'bfloat16'), (p_squeeze, 'squeeze'), (p_fixed_shape, 'batch of one|raised'), (p_ge, 'off by one'),
         (p_dim0, 'wrong tokens')])
+
+
+# --- issue 23: the lesson samples with the learner's `sample` (one row at a time, with a generator), so the exercise
+# covers (..., v) logits and a generator ---------------------------------------------------------------------------
+def s_no_generator(z, T=1.0): return torch.multinomial(_p(z.reshape(-1, z.size(-1)), T), 1).view(z.shape[:-1])
+def s_ignores_generator(z, T=1.0, generator=None): return s_no_generator(z, T)
+def s_2d_only(z, T=1.0, generator=None): return torch.multinomial(_p(z, T), 1, generator=generator).squeeze(-1)   # right on 1-D too
+def s_dim1(z, T=1.0, generator=None):                       # softmax over dim 1: the vocabulary only for 2-D logits
+    pr = F.softmax(z / T, 1)
+    return torch.multinomial(pr.reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+def s_dim1_any(z, T=1.0, generator=None):                   # dim=1, patched for one row: wrong on 3-D only
+    pr = F.softmax(z / T, min(1, z.dim() - 1))
+    return torch.multinomial(pr.reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+def s_one_row_1(z, T=1.0, generator=None):                  # (1,) for one row (v,)
+    return torch.multinomial(_p(z.reshape(-1, z.size(-1)), T), 1, generator=generator).view(-1) if z.dim() == 1 else sample(z, T, generator)
+
+def test_sample_rows_and_generator():
+    assert_check(check_sample, sample, [
+        (s_no_generator, 'third argument, generator'), (s_ignores_generator, 'does not use `generator`'),
+        (s_2d_only, '3-D'), (s_dim1, r'one row of logits \(7,\)'), (s_dim1_any, r'3-D.*dim=-1'), (s_one_row_1, r'shape \(\), not \(1,\)')])
+    assert_check(check_sample, s_gumbel)
+
+
+def k_1d_fails(z, k):                                       # indexes a batch dim: no good for one row of logits
+    return z.masked_fill(z < torch.topk(z, min(k, z.size(-1))).values[..., -1:], NEG) if z.dim() > 1 else z[:, 0]
+def p_1d_fails(z, p): return top_p_filter(z, p) if z.dim() > 1 else z.unsqueeze(0)
+
+def test_filters_one_row():
+    "generate filters the logits of one position, (v,): the checks try one row"
+    assert_check(check_top_k, top_k_filter, [(k_1d_fails, r'one row of logits \(9,\)')])
+    assert_check(check_top_p, top_p_filter, [(p_1d_fails, r'shape \(8,\)')])

@@ -20,9 +20,14 @@ def _freqs(ids, v):
     return torch.bincount(ids.flatten(), minlength=v).float() / ids.numel()
 
 def _call_on(fn, z, *args):
-    "`fn(z, *args)` run by `Runs`; if it raises, say which fixture (a batch of one, 3-D, another dtype) and why that may be"
+    "`fn(z, *args)` run by `Runs`; if it raises, say which fixture (a batch of one, one row, 3-D, another dtype) and why that may be"
     def hint(ex, a):
+        if isinstance(ex, TypeError) and 'positional argument' in str(ex):
+            return (f"your function does not take the {len(a)} arguments the check passes ({str(ex)[:80]}): keep the stub's "
+                    "signature, every argument included")
         what = (f"a batch of one row {tuple(z.shape)}: a stray .squeeze(), or a size hard-coded?" if z.dim() == 2 and z.size(0) == 1 else
+                f"one row of logits {tuple(z.shape)} (generate passes one position's logits): work on the last dim "
+                "(dim=-1, [..., -1:]) so that any number of leading dims works, none included" if z.dim() == 1 else
                 f"3-D logits {tuple(z.shape)}: work on the last dim (dim=-1, [..., -1:]) so that any leading dims work" if z.dim() > 2 else
                 f"{z.dtype} logits: keep the logits' dtype (fill with float('-inf'), build masks with torch.*_like)" if z.dtype != torch.float32
                 else f"logits of shape {tuple(z.shape)}: nothing hard-coded (take sizes from the logits)")
@@ -51,9 +56,9 @@ def _sample_wrongs(z, T, f, tol):
     never = (f.sum(0) == 0) & (p.max(0).values > 0.02)        # tokens that should come out but never did
     if never.any(): expect(False, f"token ids >= {int(never.nonzero()[0])} never came out (v={v}): is the vocabulary size hard-coded?")
 
-@checker
+@checker(solution='generate.sample')
 def check_sample(fn):
-    "Check `fn(logits, temperature)`: one id per row of `logits` (b, v), drawn from softmax(logits / temperature), rows independent"
+    "Check `fn(logits, temperature, generator)`: one id per row of `logits` (..., v), drawn from softmax(logits / temperature), rows independent, `generator` used"
     n, tol = 10_000, 0.025                                   # draws per row; sd of a frequency <= 0.005, so tol is 5 sd
     with torch.random.fork_rng():                            # the check is repeatable and leaves your RNG alone
         torch.manual_seed(0)
@@ -65,7 +70,7 @@ def check_sample(fn):
                 if 'probability' in str(e): raise CheckError("you sampled from the logits: turn them into probabilities with softmax first") from None
                 raise
             expect(isinstance(out, torch.Tensor), f"return a tensor of token ids, got {type(out).__name__}")
-            expect(tuple(out.shape) != (n * b, 1), "torch.multinomial returns (b, 1): drop the last dim to get (b,)")
+            expect(tuple(out.shape) != (n * b, 1), "torch.multinomial returns (b, 1): drop that last dim to get (b,)")
             expect_shape(out, (n * b,), 'the sampled ids')
             expect(not out.dtype.is_floating_point, f"return token ids (integers), got {out.dtype}")
             expect(out.dtype == torch.long, f"return the ids as a LongTensor (torch.long, as torch.multinomial gives), got {out.dtype}")
@@ -88,6 +93,29 @@ def check_sample(fn):
             out = _call_on(fn, rand(5, 9, seed=2, dtype=dt), 0.8)
             expect_shape(out, (5,), f'the ids sampled from {dt} logits')
             expect(out.dtype == torch.long, f"return the ids as a LongTensor whatever the logits' dtype, got {out.dtype} for {dt} logits")
+        out = _call_on(fn, rand(7, seed=4), 0.9)                  # one row (v,): one id, a 0-d tensor
+        expect(isinstance(out, torch.Tensor), f"return a tensor of token ids, got {type(out).__name__}")
+        expect(tuple(out.shape) != (1,), "one row of logits (v,) gives one id of shape (), not (1,): the result has the "
+               "logits' shape without its last dim")
+        expect_shape(out, (), 'the id sampled from one row of logits (v,)')
+        expect(out.dtype == torch.long and 0 <= int(out) < 7, f"the id sampled from one row of 7 logits should be a long in [0, 7), got {out}")
+        z3 = rand(2, 6, seed=5) * 2                               # 3-D: (n, 2, 6), the two rows of z3 at every [r]
+        ids = _call_on(fn, z3.repeat(4000, 1).view(4000, 2, 6), 1.0)
+        expect(isinstance(ids, torch.Tensor) and not ids.dtype.is_floating_point, "return a tensor of token ids for 3-D logits too")
+        expect_shape(ids, (4000, 2), 'the ids sampled from 3-D logits (4000, 2, 6)')
+        expect(bool(((ids >= 0) & (ids < 6)).all()), "the ids should be positions in the vocabulary, 0 <= id < v (v=6 here)")
+        f = torch.stack([_freqs(ids[:, r], 6) for r in range(2)])
+        expect(bool((f - F.softmax(z3, -1)).abs().max() < 0.04), "right on 2-D logits but wrong on 3-D ones: the softmax runs "
+               "over the vocabulary, the last dim (dim=-1, not dim=1), and every row of every leading dim gets its own draw")
+        zg = rand(50, 9, seed=6)                                 # two generators with the same seed: the same ids
+        try: a, b2 = (_call_on(fn, zg, 1.0, torch.Generator().manual_seed(7)) for _ in range(2))
+        except CheckError as e:
+            if 'arguments the check passes' in str(e): raise CheckError("sample takes a third argument, generator (a torch.Generator "
+                                                                        "or None): pass it on to the draw") from None
+            raise
+        expect(isinstance(a, torch.Tensor) and isinstance(b2, torch.Tensor) and a.shape == b2.shape, "return a tensor of (b,) ids when given a generator too")
+        expect(torch.equal(a, b2), "two generators with the same seed gave different ids: your draw does not use `generator`; "
+               "pass it on (the drawing function takes generator=...)")
     on_device(fn, rand(2, 9, seed=3))
 
 # %% ../../nbs/20_generate.ipynb #d8f81883
@@ -117,8 +145,9 @@ def _filter_wrongs(fn, logits, out, ref, arg):
     expect(not torch.equal(out < -1e4, ~ref), "fill the removed logits with -inf (or torch.finfo(dtype).min), not a finite "
            "number such as -1e9 or -1e4")
     if logits.dim() > 2:
-        flat = fn(logits.reshape(-1, logits.size(-1)).clone(), arg)
-        expect(not (isinstance(flat, torch.Tensor) and torch.equal(~_dropped(flat), ref.reshape(flat.shape))),
+        rows = logits.reshape(-1, logits.size(-1)).clone()
+        flat = _call_on(fn, rows, arg)
+        expect(not (isinstance(flat, torch.Tensor) and flat.shape == rows.shape and torch.equal(~_dropped(flat), ref.reshape(rows.shape))),
                f"right on 2-D logits but wrong on 3-D {tuple(logits.shape)}: work on the last dim (dim=-1, [..., -1:]), any leading dims")
 
 def _filter_out(fn, z, arg, what):
@@ -130,14 +159,14 @@ def _filter_out(fn, z, arg, what):
     expect(not bool(out.isnan().any()), "your logits contain NaN (0 * -inf is NaN): use masked_fill, not a multiplication by a mask")
     return out
 
-@checker
+@checker(solution='generate.top_k_filter')
 def check_top_k(fn):
     "Check `fn(logits, k)`: the `k` largest logits of each row unchanged, the others -inf; any leading dims, float32/64 and bfloat16"
     z = rand(4, 10, seed=0)
     bf = (randint(0, 10, (2, 12), seed=3) + torch.stack([torch.randperm(12, generator=torch.Generator().manual_seed(s)) for s in (4, 5)]) * 10
           ).bfloat16() / 8                                # distinct values, exact in bfloat16
     cases = [(z, 1), (z, 3), (z, 7), (rand(1, 6, seed=1), 2), (rand(2, 3, 9, seed=2), 4), (rand(3, 13, seed=6), 12),
-             (rand(3, 8, seed=7, dtype=torch.float64), 3), (bf, 5)]
+             (rand(3, 8, seed=7, dtype=torch.float64), 3), (bf, 5), (rand(9, seed=8), 4)]   # one row (v,) last
     for logits, k in cases + [(rand(3, 10, seed=10), 15), (rand(3, 13, seed=13), 13), (rand(3, 13, seed=14), 20)]:
         v = logits.size(-1)
         try: out = _filter_out(fn, logits, k, f'the filtered logits for k={k}')
@@ -187,12 +216,12 @@ _TOP_P_ONE = torch.tensor([[0.02, 0.30, 0.08, 0.12, 0.25, 0.05, 0.15, 0.03]])   
 _TOP_P_3D = torch.tensor([[[0.40, 0.11, 0.05, 0.20, 0.15, 0.09], [0.06, 0.33, 0.27, 0.04, 0.18, 0.12]],   # .40 .60 .75 .86 .95 1; .33 .60 .78 .90 .96 1
                           [[0.22, 0.19, 0.25, 0.08, 0.14, 0.12], [0.50, 0.03, 0.17, 0.07, 0.13, 0.10]]])  # .25 .47 .66 .80 .92 1; .50 .67 .80 .90 .97 1
 
-@checker
+@checker(solution='generate.top_p_filter')
 def check_top_p(fn):
     "Check `fn(logits, p)`: the smallest set of most probable tokens with total probability >= `p` kept, the others -inf"
     cases = [(_TOP_P_ROWS, p, torch.float32) for p in _TOP_P_PS] + [
         (_TOP_P_ONE, 0.5, torch.float32), (_TOP_P_ONE, 0.86, torch.float32), (_TOP_P_3D, 0.55, torch.float32),
-        (_TOP_P_ROWS, 0.6, torch.float64), (_TOP_P_ROWS, 0.8, torch.bfloat16)]
+        (_TOP_P_ROWS, 0.6, torch.float64), (_TOP_P_ROWS, 0.8, torch.bfloat16), (_TOP_P_ONE[0], 0.75, torch.float32)]   # one row (v,) last
     for probs, p, dt in cases:
         logits = (probs.log() + 1.5).to(dt)                 # logits, not probabilities: softmax(logits) == probs
         out = _filter_out(fn, logits, p, f'the filtered logits for p={p}')
