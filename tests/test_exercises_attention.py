@@ -3,11 +3,11 @@ import math
 import torch, torch.nn.functional as F
 import pytest
 from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.masks import masked_softmax
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
-from transformers_scratch.attention import attention, split_heads, merge_heads, selfattention_forward
+from transformers_scratch.attention import attention, fast_attention, split_heads, merge_heads, selfattention_forward
 from transformers_scratch.checks.attention import check_attention, check_split_heads, check_merge_heads, check_selfattention_forward
-from transformers_scratch.checks.attention import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 
@@ -22,11 +22,33 @@ FIRST = r'first one'                       # the first batch element used for al
 
 def sdpa(scale=None, dim=-1, after=False, softmax=True):
     "A scaled dot-product attention with one typical mistake; `scale(q, k, v)` gives the divisor"
-    def f(q, k, v):
+    def f(q, k, v, mask=None, dropout=0., training=False):
         raw = q @ k.transpose(-2, -1)
         d = scale(q, k, v) if scale else math.sqrt(q.size(-1))
         if not softmax: return raw / d @ v
         return (F.softmax(raw, dim) / d if after else F.softmax(raw / d, dim)) @ v
+    return f
+
+def masked(how='ok', drop='ok'):
+    "Attention with a mask and dropout, with one typical mistake in `how` it masks or in where and how it drops"
+    def f(q, k, v, mask=None, dropout=0., training=False):
+        raw = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if mask is None or how == 'ignore': w = F.softmax(raw, -1)
+        elif how == 'ok': w = masked_softmax(raw, mask)
+        elif how == 'invert': w = masked_softmax(raw, ~mask)
+        elif how == 'inf': w = F.softmax(raw.masked_fill(~mask, float('-inf')), -1)      # NaN where a query sees no key
+        elif how == 'finite': w = F.softmax(raw.masked_fill(~mask, -1e9), -1)            # an average there
+        elif how == 'after': w = F.softmax(raw, -1) * mask
+        elif how == 'mul': w = F.softmax(raw * mask, -1)
+        if drop == 'ok': w = F.dropout(w, dropout, training)
+        elif drop == 'always': w = F.dropout(w, dropout)                                 # training=True by default
+        elif drop == 'module': w = torch.nn.Dropout(dropout)(w)                           # a new module is in train mode
+        elif drop == 'keep': w = F.dropout(w, 1 - dropout, training) if dropout else w
+        elif drop == 'noscale': w = w * (torch.rand_like(w) >= dropout) if training else w
+        elif drop == 'scores':                                                           # before the softmax
+            return F.softmax(F.dropout(raw, dropout, training), -1) @ v if mask is None else w @ v
+        out = w @ v
+        return F.dropout(out, dropout, training) if drop == 'output' else out
     return f
 
 def att_bmm(q, k, v):                 # 3-D only
@@ -83,10 +105,22 @@ def test_attention():
         (att_scale_q_inplace, INPLACE), (att_div_inplace, INPLACE), (att_first, FIRST),
         (att_buffer_cpu, DEVICE), (att_mask_cpu, DEVICE), (att_qq, 'raised RuntimeError'), (att_vk, r'not by k'),
         (att_heads_loop, HARD),
+        # a mask and dropout, as SelfAttention passes them
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), r'must also take mask, dropout and training'),
+        (masked('ignore'), r'ignored mask'), (masked('invert'), r'hid the keys where mask is True'),
+        (masked('inf'), r'sees? no key got NaN'), (masked('finite'), r'average of all the values'),
+        (masked('after'), r'after the softmax'), (masked('mul'), r'multiplied the scores by the mask'),
+        (masked(drop='none'), r'nothing was dropped'), (masked(drop='always'), r'training=False dropout must be off'),
+        (masked(drop='module'), r'training=False dropout must be off'), (masked(drop='output'), r'parts of the output'),
+        (masked(drop='scores'), r'before the softmax'), (masked(drop='keep'), r'keep probability'),
+        (masked(drop='noscale'), r'scaled by 1/\(1 - dropout\)'),
     ])
-    assert_check(check_attention, lambda q, k, v: F.scaled_dot_product_attention(q, k, v))
-    assert_check(check_attention, lambda q, k, v: torch.einsum('...ij,...jv->...iv', F.softmax(
-        torch.einsum('...is,...js->...ij', q, k) / q.size(-1) ** 0.5, -1), v))
+    assert_check(check_attention, masked())
+    assert_check(check_attention, lambda q, k, v, mask=None, dropout=0., training=False: fast_attention(q, k, v, mask, dropout, training))
+    def einsum_att(q, k, v, mask=None, dropout=0., training=False):
+        w = masked_softmax(torch.einsum('...is,...js->...ij', q, k) / q.size(-1) ** 0.5, mask)
+        return torch.einsum('...ij,...jv->...iv', F.dropout(w, dropout, training), v)
+    assert_check(check_attention, einsum_att)
 
 def split_s4(x, h): b, t, e = x.size(); return x.view(b, t, h, 4).transpose(1, 2)
 def split_e12(x, h): b, t, e = x.size(); return x.view(b, t, h, 12 // h).transpose(1, 2)
@@ -220,8 +254,8 @@ def test_selfattention_forward():
     assert_check(check_selfattention_forward, selfattention_forward, [
         (stub, 'not solved'),
         (forward(unify=False), 'forgot sa.unifyheads'),
-        (forward(split='view'), r'split the heads with view\(b, t, h, s\)\.transpose'),
-        (forward(merge='reshape'), r'merge the heads with transpose'),
+        (forward(split='view'), r'split the heads with a plain view.*split_heads'),
+        (forward(merge='reshape'), r'merged the heads with a plain reshape.*merge_heads'),
         (forward(heads=1, scale='e'), 'one head of size e'),
         (forward(scale='e'), r'scaled by √e'),
         (forward(scale='1'), 'forgot to scale'),

@@ -19,36 +19,56 @@ def _attention_wrongs(q, k, v):
     raw = q @ k.transpose(-2, -1)                      # (..., tq, tk)
     def sm(scores, dim=-1): return F.softmax(scores, dim) @ v
     wrongs = [
-        (sm(raw), "you forgot to scale: divide the scores q kᵀ by √s, s = q.size(-1)"),
+        (sm(raw), "you forgot to scale: the scores q kᵀ are divided by √s, s the size of the queries and keys"),
         (sm(raw / s), "you divided by s: divide by √s"),
         (sm(raw * math.sqrt(s)), "you multiplied by √s: divide by it")]
     if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(q.size(1) * s)), "you scaled by √(h·s), the full embedding size e: "
                                     "each head's dot products have s terms, divide by √s"))
     wrongs += [
-        (sm(raw / math.sqrt(tk)), "you scaled by √t_k, a sequence length: s is the size of the queries and keys, q.size(-1)"),
-        (sm(raw / math.sqrt(tq)), "you scaled by √t_q, a sequence length: s is the size of the queries and keys, q.size(-1)"),
-        (sm(raw / math.sqrt(sv)), "you scaled by √(v.size(-1)): s is the size of the queries and keys, q.size(-1)"),
+        (sm(raw / math.sqrt(tk)), "you scaled by √t_k, a sequence length: s is the size of the queries and keys (their last dim)"),
+        (sm(raw / math.sqrt(tq)), "you scaled by √t_q, a sequence length: s is the size of the queries and keys (their last dim)"),
+        (sm(raw / math.sqrt(sv)), "you scaled by √(v.size(-1)), the size of the values: s is the size of the queries and keys"),
         (F.softmax(raw, -1) / math.sqrt(s) @ v, "you scaled after the softmax: scale the scores, then take the softmax"),
-        (sm(raw / math.sqrt(s), -2), "softmax over the queries (dim -2): it must run over the keys, dim=-1")]
-    if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(s), 1), "softmax over the heads (dim 1): it must run over the keys, dim=-1"))
+        (sm(raw / math.sqrt(s), -2), "softmax over the queries (dim -2): it must run over the keys, the last dim")]
+    if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(s), 1), "softmax over the heads (dim 1): it must run over the keys, the last dim"))
     wrongs += [
         (raw / math.sqrt(s) @ v, "you forgot the softmax: the weights must be positive and sum to 1 over the keys"),
         ((F.softmax(raw[:1] / math.sqrt(s), -1) @ v[:1]).expand(*raw.shape[:-1], sv),
          "every batch element got the output of the first one: attend within each element of the batch"),
         (sm(raw[:1] / math.sqrt(s)), "every batch element used the weights of the first one: attend within each element of the batch")]
-    wrongs += [(sm(raw / math.sqrt(c)), f"you divided by the constant √{c}: s changes with the input, take it from q.size(-1)")
+    wrongs += [(sm(raw / math.sqrt(c)), f"you divided by the constant √{c}: s changes with the input, take it from the queries' size")
                for c in (2, 4, 8, 16, 32, 64, 128, 256, 512) if c != s]
     return wrongs
 
+def _masked_reference(q, k, v, mask, fill=float('-inf')):
+    "softmax(q kᵀ / √s) v with the keys where `mask` is False hidden: a query that sees no key gets zeros (a finite `fill`: their average)"
+    raw = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~mask, fill)
+    return F.softmax(raw, -1).nan_to_num(0.) @ v
+
+def _mask_wrongs(q, k, v, mask):
+    "`(output, hint)` of the typical mistakes with a mask"
+    raw = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    return [(F.softmax(raw, -1) @ v, "you ignored mask: the keys where it is False must get weight 0"),
+            (_masked_reference(q, k, v, ~mask), "you hid the keys where mask is True: True means the query may look at that key"),
+            ((F.softmax(raw, -1) * mask) @ v, "you zeroed the hidden keys' weights after the softmax, so the visible ones no "
+                                              "longer sum to 1: hide the keys before the softmax (lesson 02)"),
+            (F.softmax(raw * mask, -1) @ v, "you multiplied the scores by the mask: a score of 0 still gets a weight; hidden "
+                                            "keys need a very negative score (lesson 02)"),
+            (_masked_reference(q, k, v, mask, -1e9), "a query that may see no key got an average of all the values: it must "
+                                                     "get zeros, as lesson 02's masked_softmax gives")]
+
 def _attention_error(e, args):
     "A hint for a crash of attention on `args`"
-    if len(args[0].shape) == 3: return ("works on (b, h, t, s) but not on (b, t, s): count dims from the end, "
-                                        f"k.transpose(-2, -1), softmax(dim=-1) ({type(e).__name__}: {str(e)[:80]})")
+    if isinstance(e, TypeError) and 'positional argument' in str(e) and len(args) > 3:
+        return ("your function takes q, k and v only: it must also take mask, dropout and training, in this order "
+                "(SelfAttention passes all six)")
+    if len(args[0].shape) == 3: return ("works on (b, h, t, s) but not on (b, t, s): count the dims from the end (negative "
+                                        f"dims), so that any leading dims work ({type(e).__name__}: {str(e)[:80]})")
     if '3D' in str(e) or '3-D' in str(e): return "torch.bmm takes 3-D tensors only: use @ (torch.matmul), which broadcasts over the leading dims"
 
-@checker
+@checker(solution='attention.attention')
 def check_attention(fn):
-    "Check `fn(q, k, v)`: softmax(q kᵀ / √s) v over the last two dims, whatever the leading dims"
+    "Check `fn(q, k, v, mask, dropout, training)`: softmax(q kᵀ / √s) v over the last two dims, masked, dropout on the weights"
     run = Runs(fn, _attention_error)
     def qkv(*lead, tq, tk, s, sv, seed, dtype=torch.float32):
         return (rand(*lead, tq, s, seed=seed, dtype=dtype), rand(*lead, tk, s, seed=seed + 1, dtype=dtype),
@@ -64,18 +84,71 @@ def check_attention(fn):
                "the output has the size of the queries and keys: multiply the weights by v, not by k or q")
         ref = F.scaled_dot_product_attention(q, k, v)
         run.like(out, ref)
-        diagnose(out, ref, _attention_wrongs(q, k, v), "the values are wrong: compare with softmax(q kᵀ / √s, dim=-1) v")
+        diagnose(out, ref, _attention_wrongs(q, k, v), "the values are wrong: softmax(q kᵀ / √s) over the keys, times v")
     q, k, v = qkv(2, 3, tq=4, tk=4, s=8, sv=8, seed=9, dtype=torch.bfloat16)
     out = run(q, k, v)
     run.like(out, q)
     expect(same(out, F.scaled_dot_product_attention(*(z.double() for z in (q, k, v))), atol=0.03, rtol=0.03),
            "wrong values for bfloat16 inputs")
     on_device(fn, *qkv(2, 2, tq=3, tk=4, s=4, sv=5, seed=12))
+    # masks: (t_q, t_k) as a causal mask with a cache, (b, 1, 1, t_k) padding, (b, 1, t_q, t_k); some queries see no key
+    q, k, v = qkv(2, 3, tq=4, tk=6, s=5, sv=3, seed=20)
+    causal = torch.ones(4, 6, dtype=torch.bool).tril(2)                  # query i sees keys 0 .. i + 2
+    pad = torch.tensor([[1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 0]]).bool()[:, None, None, :]   # the second row sees no key
+    some = rand(2, 1, 4, 6, seed=23) > 0
+    some[0, 0, 1] = False                                                 # one query sees no key
+    for mask in (causal, pad & causal, some):
+        out = run(q, k, v, mask)
+        ref = _masked_reference(q, k, v, mask)
+        run.like(out, ref)
+        expect(not torch.isnan(out).any(), "a query that may see no key got NaN (a softmax over -inf only): it must get "
+                                           "zeros, as lesson 02's masked_softmax gives")
+        diagnose(out, ref, _mask_wrongs(q, k, v, mask), "wrong values with a mask: the hidden keys get weight 0 and the "
+                                                        "visible ones share the softmax")
+    q, k, v = qkv(3, tq=5, tk=5, s=4, sv=6, seed=26, dtype=torch.float64)  # (b, t, s) with a (b, t_q, t_k) mask
+    mask = rand(3, 5, 5, seed=29) > -0.5
+    mask[2, 3] = False
+    out = run(q, k, v, mask)
+    ref = _masked_reference(q, k, v, mask)
+    run.like(out, ref)
+    expect(not torch.isnan(out).any(), "a query that may see no key got NaN: it must get zeros, as lesson 02's masked_softmax gives")
+    diagnose(out, ref, _mask_wrongs(q, k, v, mask), "wrong values with a mask on (b, t, s) inputs")
+    on_device(fn, *qkv(2, 2, tq=3, tk=4, s=4, sv=5, seed=12), causal[:3, :4])
+    # dropout: the values are one-hot (plus a column of ones), so the output shows the weights themselves and their sum
+    q, k = rand(4, 16, 8, seed=30), rand(4, 16, 8, seed=31)
+    v = torch.cat([torch.eye(16), torch.ones(16, 1)], -1).expand(4, 16, 17).contiguous()
+    w = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), -1)           # (4, 16, 16), all > 0
+    ref = w @ v
+    out = run(q, k, v, None, 0.25, False)
+    run.like(out, ref)
+    expect(same(out, ref), "with training=False dropout must be off: the weights pass unchanged")
+    out = run(q, k, v, None, 0., True)
+    run.like(out, ref)
+    expect(same(out, ref), "with dropout=0 nothing may be dropped, even in training")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        out = run(q, k, v, None, 0.25, True)
+    run.like(out, ref)
+    expect(not same(out, ref), "with dropout=0.25 and training=True nothing was dropped: in training, drop each weight "
+                               "with probability dropout")
+    dw, total = out[..., :16], out[..., 16]
+    zero = dw == 0
+    expect(bool(zero.any()), "dropout must zero weights themselves, after the softmax: none of yours is 0 (did you drop "
+                             "scores before the softmax?)")
+    expect(same(dw.sum(-1), total, atol=1e-4), "you dropped parts of the output, not the weights: drop weights, then "
+                                               "multiply by v")
+    rate = float(zero.float().mean())
+    expect(abs(rate - 0.75) > 0.06, f"dropout is the probability to drop: you used the keep probability 1 - dropout "
+                                    f"(measured a rate of {rate:.2f} for dropout=0.25)")
+    expect_rate(rate, 0.25, 0.06, "with dropout=0.25 a quarter of the weights should be 0")
+    c = dw[~zero] / w[~zero]
+    expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "the kept weights should be scaled by 1/(1 - dropout), so "
+                                                             "that their expected value is unchanged")
 
 # %% ../../nbs/03_attention.ipynb #36a3ff5c
 #| code-fold: true
 # @title check_split_heads
-@checker
+@checker(solution='attention.split_heads')
 def check_split_heads(fn):
     "Check `fn(x, h)`: (b, t, h*s) -> (b, h, t, s), head r being the contiguous chunk x[..., r*s:(r+1)*s]"
     run = Runs(fn)
@@ -90,19 +163,20 @@ def check_split_heads(fn):
             if isinstance(out, torch.Tensor) and out.shape != (b, h, t, s):
                 shp = tuple(out.shape)
                 expect(b == 1 or shp != (b * h, t, s), f"got (b·h, t, s) = {shp}: keep the heads as their own dimension, (b, h, t, s)")
-                expect(shp != (b, t, h, s), f"got (b, t, h, s) = {shp}: transpose(1, 2) to put the heads before the positions")
-                expect(shp != (b, h, s, t), f"got (b, h, s, t) = {shp}: view(b, t, h, s) first, then transpose(1, 2)")
-                expect(not (len(shp) == 4 and shp[::2] == (b, t) and shp[1] != h),
-                       f"{what} made {shp[1]} heads: split into the h = {h} of the argument (a hard-coded number of heads?)")
+                expect(shp != (b, t, h, s), f"got (b, t, h, s) = {shp}: the heads must come before the positions")
+                expect(shp != (b, h, s, t), f"got (b, h, s, t) = {shp}: only the heads and the positions change places, "
+                                            "each head keeps its (t, s) layout")
+                if len(shp) == 4 and shp[::2] == (b, t) and shp[1] != h:
+                    expect(False, f"{what} made {shp[1]} heads: split into the h = {h} of the argument (a hard-coded number of heads?)")
             ref = torch.stack([x[:, :, r * s:(r + 1) * s] for r in range(h)], 1)
             run.like(out, ref, what)
             diagnose(out, ref, [
                 (x.reshape(b, h, t, s), "you reshaped to (b, h, t, s) without a transpose: that mixes positions and heads; "
-                                        "view(b, t, h, s), then transpose(1, 2)"),
-                (x.transpose(1, 2).reshape(b, h, t, s), "you transposed before splitting: view(b, t, h, s) first, then "
-                                                        "transpose(1, 2)"),
+                                        "split the features first, then move the heads in front of the positions"),
+                (x.transpose(1, 2).reshape(b, h, t, s), "you transposed before splitting: split the last dim into heads "
+                                                        "first, then move the heads in front of the positions"),
                 (x.view(b, t, s, h).permute(0, 3, 1, 2), "your heads take every h-th feature: head r must be the contiguous "
-                                                         "chunk x[..., r*s:(r+1)*s], so view(b, t, h, s)"),
+                                                         "chunk x[..., r*s:(r+1)*s], so the split gives (b, t, h, s), not (b, t, s, h)"),
                 (ref[:1].expand_as(ref), "every batch element got the heads of the first one: split each element of the batch")],
                 f"{what}: the values are wrong; head r should be x[:, :, r*s:(r+1)*s]")
     on_device(fn, rand(2, 3, 6), 3)
@@ -112,10 +186,10 @@ def check_split_heads(fn):
 # @title check_merge_heads
 def _merge_error(e, args):
     "A hint for a crash of merge_heads: .view after a transpose"
-    if 'view' in str(e): return ("after transpose(1, 2) the tensor is not contiguous, so .view fails: use .reshape "
+    if 'view' in str(e): return ("after a transpose the tensor is not contiguous, so .view fails: use .reshape "
                                  "(or .contiguous().view)")
 
-@checker
+@checker(solution='attention.merge_heads')
 def check_merge_heads(fn):
     "Check `fn(x)`: (b, h, t, s) -> (b, t, h*s), the heads side by side"
     run = Runs(fn, _merge_error)
@@ -129,10 +203,10 @@ def check_merge_heads(fn):
         ref = torch.cat([x[:, r] for r in range(h)], -1)
         run.like(out, ref, f"merge_heads(x) for x of shape {(b, h, t, s)}")
         diagnose(out, ref, [
-            (x.reshape(b, t, h * s), "you reshaped without a transpose: transpose(1, 2) first, to bring the positions "
-                                     "before the heads"),
+            (x.reshape(b, t, h * s), "you reshaped without a transpose: that mixes positions and heads; bring the "
+                                     "positions before the heads first"),
             (x.permute(0, 2, 3, 1).reshape(b, t, h * s), "your heads are interleaved: head r must be the contiguous chunk "
-                                                         "[r*s:(r+1)*s]; transpose(1, 2) to (b, t, h, s), then reshape"),
+                                                         "[r*s:(r+1)*s] of the output's features"),
             (ref[:1].expand_as(ref), "every batch element got the heads of the first one: merge each element of the batch")],
             "the values are wrong: out[:, :, r*s:(r+1)*s] should be head r, x[:, r]")
     on_device(fn, rand(2, 3, 4, 5))
@@ -162,15 +236,15 @@ def _forward_wrongs(sa, x):
     return [
         (merge(att(qs, ks, vs)), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
         (sa.unifyheads(merge(att(*(z.reshape(b, h, t, s) for z in (q, k, v))))),
-         "split the heads with view(b, t, h, s).transpose(1, 2) (split_heads): a plain view to (b, h, t, s) mixes positions and heads"),
+         "you split the heads with a plain view to (b, h, t, s), which mixes positions and heads: split them with split_heads"),
         (sa.unifyheads(att(qs, ks, vs).reshape(b, t, e)),
-         "merge the heads with transpose(1, 2) before the reshape (merge_heads): a plain reshape mixes positions and heads"),
+         "you merged the heads with a plain reshape, which mixes positions and heads: merge them with merge_heads"),
         (sa.unifyheads(att(q, k, v, scale=e)), f"you used one head of size e: split q, k and v into sa.heads = {h} heads"),
         (sa.unifyheads(merge(att(qs, ks, vs, scale=e))),
          "you scaled by √e, the full embedding size: each head's dot products have s = e // h terms, scale by √s"),
         (sa.unifyheads(merge(att(qs, ks, vs, scale=1))), "you forgot to scale the scores by 1/√s"),
         (sa.unifyheads(merge(att(ks, qs, vs))), "queries and keys are swapped: the weights of output i compare q_i with every k_j"),
-        (sa.unifyheads(merge(att(qs, ks, vs, dim=-2))), "softmax over the queries: it must run over the keys, dim=-1"),
+        (sa.unifyheads(merge(att(qs, ks, vs, dim=-2))), "softmax over the queries: it must run over the keys, the last dim"),
         (sa.unifyheads(merge(att(qs, ks, vs)))[:1].expand(b, t, e),
          "every batch element got the output of the first one: attend within each element of the batch")
     ] + [(_heads_forward(sa, x, h2), f"you used {h2} heads: take their number from sa.heads ({h})")
@@ -184,7 +258,7 @@ def _heads_forward(sa, x, h):
     out = F.scaled_dot_product_attention(*(split(f(x)) for f in (sa.toqueries, sa.tokeys, sa.tovalues)))
     return sa.unifyheads(out.transpose(1, 2).reshape(x.shape))
 
-@checker
+@checker(solution='attention.selfattention_forward')
 def check_selfattention_forward(fn):
     "Check `fn(sa, x)`: the forward of `SelfAttention` `sa` on (b, t, e), without masks, dropout or cache"
     with torch.random.fork_rng(devices=[]):
@@ -196,7 +270,8 @@ def check_selfattention_forward(fn):
                  (SelfAttention(5, heads=3, wide=True), rand(1, 3, 5, seed=4)),
                  (SelfAttention(8, heads=4).to(torch.bfloat16), rand(3, 2, 8, seed=5, dtype=torch.bfloat16))]
         meta = SelfAttention(6, heads=2)
-    wide_hint = "right for narrow heads, wrong for wide ones (sa.wide=True): take s from the projections, q.size(-1) // sa.heads"
+    wide_hint = ("right for narrow heads, wrong for wide ones (sa.wide=True): their projections have h·e features, so take "
+                 "s from the projections' size and sa.heads, not from e")
     def on_error(e, args): return wide_hint if args[0].wide and run.ok else None
     run = Runs(fn, on_error)
     with torch.no_grad():
@@ -210,6 +285,6 @@ def check_selfattention_forward(fn):
                 expect(same(out, ref, atol=0.03, rtol=0.03), "wrong values for a bfloat16 module and input")
             else:
                 ref = to_torch_mha(sa).eval()(x, x, x, need_weights=False)[0] if i == 0 else _wide_reference(sa, x)
-                diagnose(out, ref, _forward_wrongs(sa, x), "the values are wrong: project, split_heads, attention, "
-                                                           "merge_heads, unifyheads")
+                diagnose(out, ref, _forward_wrongs(sa, x), "the values are wrong: the steps are project, split the heads, "
+                                                           "attend, merge the heads, unify")
         on_device(fn, meta.eval(), rand(2, 3, 6))
