@@ -3,7 +3,6 @@ import pytest, torch
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.lmdata import lm_pair
 from transformers_scratch.checks.lmdata import check_lm_pair
-from transformers_scratch.checks.lmdata import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -13,9 +12,9 @@ def test_lm_pair():
         (stub, 'not solved'),
         (lambda ids, i, n: (ids[i:i + n], ids[i:i + n]), 'targets are the inputs'),
         (lambda ids, i, n: (ids[i:i + n], ids[i - 1:i + n - 1]), 'wrong way'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i + 1:i + n]), 'one step later'),          # one token short
+        (lambda ids, i, n: (ids[i:i + n], ids[i + 1:i + n]), 'as many as the inputs'),          # one token short
         (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i:i + n]), 'swapped'),
-        (lambda ids, i, n: (ids[i:i + n], ids[i + 2:i + n + 2]), r'y should be ids\[i\+1'),
+        (lambda ids, i, n: (ids[i:i + n], ids[i + 2:i + n + 2]), r'y should be the window one token later'),
         (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i + 2:i + n + 2]), r'x should be the window'),
         (lambda ids, i, n: ids[i:i + n + 1], 'return a pair'),
         (lambda ids, i, n: (ids[i:i + n + 1], ids[i + 1:i + n + 2]), r"x should have seq_len"),

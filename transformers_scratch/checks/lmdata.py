@@ -19,7 +19,7 @@ def _slow_lm_pair(ids, i, seq_len):
     "x[j] = ids[i+j] and y[j] = ids[i+j+1], one position at a time"
     return (torch.tensor([int(ids[i + j]) for j in range(seq_len)]), torch.tensor([int(ids[i + j + 1]) for j in range(seq_len)]))
 
-@checker
+@checker(solution='lmdata.lm_pair')
 def check_lm_pair(fn):
     "Check `fn(ids, i, seq_len)` on irregular ids: the window `x` at `i` and its targets `y`, the same window shifted by one"
     for ids, cases in ((randint(0, 1000, (61,), seed=0), ((0, 5), (3, 5), (17, 8), (52, 8))),   # 52 + 8 + 1 = 61: the last window that fits
@@ -35,20 +35,20 @@ def check_lm_pair(fn):
             expect(not (n == 1 and (x.shape == () or y.shape == ())), "for seq_len=1 x and y have shape (1,): a stray .squeeze() or ids[i] instead of a slice?")
             rx, ry = _slow_lm_pair(ids, i, n)
             expect(tuple(x.shape) == (n,), f"x should have seq_len={n} tokens (i={i}), got shape {tuple(x.shape)}: use seq_len, nothing hard-coded")
-            expect(not (y.shape == (n - 1,)), f"y has {n - 1} tokens: it is as long as x, one step later, ids[i+1 : i+seq_len+1]")
-            expect(not (i == 0 and y.numel() == 0), "y is empty for i=0: ids[i-1 : ...] starts at -1, the end of the text; the targets are "
-                   "shifted the wrong way, they are the *next* tokens, ids[i+1 : i+seq_len+1]")
+            expect(not (y.shape == (n - 1,)), f"y has {n - 1} tokens: the targets are as many as the inputs, seq_len, the same window one token later")
+            expect(not (i == 0 and y.numel() == 0), "y is empty for i=0: a slice from i - 1 = -1 starts at the end of the text; the targets are "
+                   "shifted the wrong way, they are the *next* tokens, one position later than the inputs")
             expect(tuple(y.shape) == (n,), f"y should have seq_len={n} tokens (i={i}), got shape {tuple(y.shape)}")
             expect(x.dtype == ids.dtype and y.dtype == ids.dtype, f"x and y should keep the ids' dtype {ids.dtype}, got {x.dtype} and {y.dtype}")
             if torch.equal(x, rx) and torch.equal(y, ry): continue
             expect(not (torch.equal(x, ry) and torch.equal(y, rx)), "x and y are swapped: the input comes first, the targets are one step ahead")
-            expect(not torch.equal(y, x), "the targets are the inputs: shift them by one, y = ids[i+1 : i+seq_len+1]")
-            expect(not torch.equal(y, x + 1), "you added 1 to the ids: the targets are the next *tokens* of the text, ids[i+1 : i+seq_len+1], "
-                   "not the next id numbers")
-            expect(not (i > 0 and torch.equal(y, ids[i - 1:i + n - 1])), "the targets are shifted the wrong way: they are the *next* tokens, ids[i+1 : i+seq_len+1]")
-            expect(not (i > 0 and torch.equal(x, ids[:n])), "the window starts at i: x = ids[i : i+seq_len], you started at 0")
+            expect(not torch.equal(y, x), "the targets are the inputs: they are the same window moved one token later")
+            expect(not torch.equal(y, x + 1), "you added 1 to the ids: the targets are the next *tokens* of the text (the window one position "
+                   "later), not the next id numbers")
+            expect(not (i > 0 and torch.equal(y, ids[i - 1:i + n - 1])), "the targets are shifted the wrong way: they are the *next* tokens, one position later, not earlier")
+            expect(not (i > 0 and torch.equal(x, ids[:n])), "the window starts at position i: you started at 0")
             expect(not (i > 1 and len(ids) >= i * n + n and torch.equal(x, ids[i * n:i * n + n])),
-                   "the window starts at token i, not at i * seq_len: x = ids[i : i+seq_len]")
-            expect(torch.equal(x, rx), f"x should be the window ids[i : i+seq_len] (here ids[{i}:{i + n}])")
-            expect(False, f"y should be ids[i+1 : i+seq_len+1] (here ids[{i + 1}:{i + n + 1}])")
+                   "the window starts at token i, not at token i * seq_len")
+            expect(torch.equal(x, rx), f"x should be the window of seq_len tokens that starts at position i (here the tokens at positions {i} to {i + n - 1})")
+            expect(False, f"y should be the window one token later than x (here the tokens at positions {i + 1} to {i + n})")
     on_device(fn, randint(0, 50, (12,), seed=1), 2, 5)
