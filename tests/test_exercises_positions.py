@@ -1,8 +1,8 @@
 "Each check in lesson 04 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import math, pytest, torch
 from transformers_scratch.core import TODO, assert_check
-from transformers_scratch.positions import *
-from transformers_scratch.checks.positions import *   # the exercise checks
+from transformers_scratch.positions import sinusoidal_encoding, sinusoidal_shift, positions_from_pad
+from transformers_scratch.checks.positions import check_sinusoidal_encoding, check_positions_from_pad
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -35,15 +35,14 @@ def pe_halves(t, e):
 def pe_even_only(t, e):                                # breaks for odd e
     pos, freq = torch.arange(t)[:, None].float(), 10000 ** (-torch.arange(0, e, 2) / e)
     return torch.stack([torch.sin(pos * freq), torch.cos(pos * freq)], -1).view(t, e)
-def pe_double(t, e): return sinusoidal_encoding(t, e).double()     # another float dtype is fine
+def pe_double(t, e): return sinusoidal_encoding(t, e).double()     # not the embeddings' float32
 
 def test_check_sinusoidal_encoding():
     assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [
         (stub, 'not solved'), (pe_swapped, 'swapped'), (pe_dim_index, 'dim index'), (pe_no_two, 'you used i/e'),
         (pe_no_e, 'divide the exponent by e'), (pe_base_1000, 'base is 10000, you used 1000'), (pe_multiply, 'multiplied'),
         (pe_from_1, 'start at 0'), (pe_transposed, 'transposed'), (pe_transposed_formula, 'transposed'),
-        (pe_halves, 'interleave'), (pe_even_only, 'odd e')])
-    assert_check(check_sinusoidal_encoding, pe_double)
+        (pe_halves, 'interleave'), (pe_even_only, 'odd e'), (pe_double, 'float32.*got float64')])
 
 
 # --- positions_from_pad --------------------------------------------------------------------------------------------

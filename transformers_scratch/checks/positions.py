@@ -32,7 +32,7 @@ def _pe_wrongs(t, e, ref):
               "e), you multiplied")]
     return wrong + [(_pe_loop(t, e, base=b), f"the base is 10000, you used {b:g}") for b in (1000., 100., 10., 1e5, math.e)]
 
-@checker
+@checker(solution='positions.sinusoidal_encoding')
 def check_sinusoidal_encoding(fn):
     "Check `fn(t, e)` against a double loop over `math.sin`/`math.cos` for several sizes (even and odd `e`, a single position), and name the usual mistakes"
     for t, e in ((50, 16), (8, 8), (1, 6), (61, 10), (13, 7), (4, 5)):
@@ -48,8 +48,10 @@ def check_sinusoidal_encoding(fn):
         expect(tuple(out.shape) == (t, e), f"sinusoidal_encoding({t}, {e}) should have shape {(t, e)}, got {tuple(out.shape)}: "
                "is a size hard-coded?")
         expect(out.is_floating_point(), f"return floats, got {out.dtype}")
-        expect(out.dtype in (torch.float32, torch.float64), f"return float32 (or float64), got {out.dtype}: too coarse for "
-               "the slow dims, whose values change in the 4th decimal")
+        expect(out.dtype != torch.float64, "return float32 (torch's default float, the dtype of the embeddings the encodings "
+                                           "are added to), got float64")
+        expect(out.dtype == torch.float32, f"return float32, got {out.dtype}: too coarse for the slow dims, whose values "
+                                           "change in the 4th decimal")
         ref = _pe_loop(t, e)
         if same(out, ref): continue
         if t > 1:
@@ -70,7 +72,7 @@ def _pad_masks():
     rnd = torch.where(front[:, None], j >= 11 - n[:, None], j < n[:, None])     # front- or end-padded, n real tokens
     return fixed, torch.tensor([[0, 0, 0, 1, 1, 1, 1]]).bool(), rnd
 
-@checker
+@checker(solution='positions.positions_from_pad')
 def check_positions_from_pad(fn):
     "Check `fn(pad_mask)`: at real tokens, the count of real tokens before them; at pads, any index in [0, t)"
     for pm in _pad_masks():
@@ -90,8 +92,8 @@ def check_positions_from_pad(fn):
         expect(not torch.equal(out[pm], torch.arange(t).expand(b, t)[pm]), "you counted from the start of the row: count "
                 "from the first real token, so front padding doesn't shift a review's positions")
         expect(not torch.equal(out[pm], ref[pm] + 1), "the first real token is position 0, you started at 1")
-        expect(not (out[~pm] < 0).any(), "pads got negative positions (cumsum - 1 is -1 before the first real token): "
-               "nn.Embedding rejects them — clamp to 0")
+        expect(not (out[~pm] < 0).any(), "pads got negative positions: nn.Embedding rejects them — give the pads a valid "
+                                         "index, 0 say")
         expect(not (out[~pm] >= t).any(), "pads got positions >= t: nn.Embedding would reject them")
         if b > 1: expect(not torch.equal(out[pm], (pm.long().cumsum(0) - 1).clamp(min=0)[pm]),
                          "you counted down the batch (dim 0): count along each row, over the time dim (dim 1)")
