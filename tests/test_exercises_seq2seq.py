@@ -2,9 +2,11 @@
 import math, torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.masks import neg_fill
-from transformers_scratch.attention import split_heads, merge_heads
-from transformers_scratch.seq2seq import *
-from transformers_scratch.checks.seq2seq import *   # the exercise checks
+from transformers_scratch.attention import split_heads, merge_heads, attention
+from transformers_scratch.seq2seq import (valid_lens, cross_attention, decoder_block, teacher_forcing, seq2seq_loss,
+                                          greedy_decode)
+from transformers_scratch.checks.seq2seq import (check_valid_lens, check_cross_attention, check_decoder_block,
+                                                 check_teacher_forcing, check_seq2seq_loss, check_greedy_decode)
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -30,7 +32,7 @@ def test_check_valid_lens():
 
 
 # --- cross_attention -----------------------------------------------------------------------------------------------
-def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True, p=None, inplace=False):
+def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True, p=None, inplace=False, zero=True):
     h = ca.heads
     if inplace and pm is not None: m.masked_fill_(~pm[..., None], 0.)
     q = split_heads(ca.toqueries(x), h)
@@ -47,6 +49,7 @@ def _ca(ca, x, m, pm=None, kx=False, vx=False, scale=None, fill='ok', unify=True
         elif fill == 'after': after = mk
     w = F.softmax(w, -1)
     if after is not None: w = w * after
+    if pm is not None and zero and fill in ('ok', -1e9, 'finfo32'): w = w.masked_fill(~pm[:, None, None, :], 0.)   # lesson 02
     w = F.dropout(w, ca.dropout if p is None else p, ca.training)
     out = merge_heads(w @ v)
     return ca.unifyheads(out) if unify else out
@@ -70,6 +73,30 @@ def ca_minus_1e9(ca, x, m, pm=None):      return _ca(ca, x, m, pm, fill=-1e9)   
 def ca_finfo32(ca, x, m, pm=None):        return _ca(ca, x, m, pm, fill='finfo32')  # float32's minimum: not in float16
 def ca_cpu_scale(ca, x, m, pm=None):                                                 # a new tensor on the CPU
     return _ca(ca, x, m, pm, scale=None) * torch.ones(x.size(-1), dtype=x.dtype)
+
+def ca_uniform(ca, x, m, pm=None):      return _ca(ca, x, m, pm, zero=False)      # the former reference: uniform weights
+
+def ca_via_attention(ca, x, m, pm=None):   # issue 23: lesson 03's attention, whose masked_softmax gives zeros for an all-padding memory
+    q = split_heads(ca.toqueries(x), ca.heads)
+    k, v = split_heads(ca.tokeys(m), ca.heads), split_heads(ca.tovalues(m), ca.heads)
+    mask = None if pm is None else pm[:, None, None, :]
+    return ca.unifyheads(merge_heads(attention(q, k, v, mask, ca.dropout, ca.training)))
+
+def ca_module(ca, x, m, pm=None): return ca(x, m, pm)
+
+def test_check_cross_attention_accepts_the_course_tools():   # issue 23: the course's attention and the library's module pass
+    for fn in (ca_via_attention, ca_module):
+        assert_check(check_cross_attention, fn)
+    assert_check(check_cross_attention, cross_attention, [(ca_uniform, 'uniform weights.*zeros')])
+
+def test_cross_attention_agrees_with_the_module_on_an_all_padding_memory():
+    from transformers_scratch.seq2seq import CrossAttention
+    torch.manual_seed(0)
+    ca = CrossAttention(8, 2).eval()
+    x, m = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    pm = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]]).bool()
+    torch.testing.assert_close(cross_attention(ca, x, m, pm), ca(x, m, pm))
+    torch.testing.assert_close(cross_attention(ca, x, m, pm)[1], ca.unifyheads.bias.expand(3, 8))
 
 def test_check_cross_attention_families():   # issue 16: all-padding rows, half-precision fills, the device
     assert_check(check_cross_attention, cross_attention, [
@@ -150,6 +177,26 @@ def test_check_decoder_block_dropout_sites():   # issue 16: each dropout site on
     assert_check(check_decoder_block, decoder_block, [
         (db_do_self_only, 'missing after the cross-attention'), (db_do_cross_only, 'missing after the self-attention'),
         (db_do_everywhere, 'after the MLP too')])
+
+def _db_cache(blk, x, m, pad=None, mpad=None, cache=None, sites='sc'):
+    "The solution, passing `cache` only to the attentions in `sites`"
+    cs, cc = (cache if 's' in sites else None), (cache if 'c' in sites else None)
+    if blk.prenorm:
+        h = x + blk.do(blk.attention(blk.norm1(x), pad, cs))
+        h = h + blk.do(blk.cross_attention(blk.norm2(h), m, mpad, cc))
+        return h + blk.ff(blk.norm3(h))
+    h = blk.norm1(x + blk.do(blk.attention(x, pad, cs)))
+    h = blk.norm2(h + blk.do(blk.cross_attention(h, m, mpad, cc)))
+    return blk.norm3(h + blk.ff(h))
+def db_no_cache_param(blk, x, m, pad=None, mpad=None):            return _db_cache(blk, x, m, pad, mpad)
+def db_cache_ignored(blk, x, m, pad=None, mpad=None, cache=None):  return _db_cache(blk, x, m, pad, mpad, cache, '')
+def db_cache_self_only(blk, x, m, pad=None, mpad=None, cache=None): return _db_cache(blk, x, m, pad, mpad, cache, 's')
+def db_cache_cross_only(blk, x, m, pad=None, mpad=None, cache=None): return _db_cache(blk, x, m, pad, mpad, cache, 'c')
+
+def test_check_decoder_block_cache():   # DecoderBlock.forward passes a cache: translate decodes one token at a time with it
+    assert_check(check_decoder_block, decoder_block, [
+        (db_no_cache_param, 'takes no `cache`'), (db_cache_ignored, 'never filled'), (db_cache_cross_only, 'never filled'),
+        (db_cache_self_only, 'did not pass cache to blk.cross_attention')])
 
 def test_check_teacher_forcing():
     assert_check(check_teacher_forcing, teacher_forcing, [
@@ -239,3 +286,42 @@ def test_check_greedy_decode():
         (gd_first_pos, 'LAST position'), (gd_no_eval, 'model.eval'), (gd_no_restore, 'mode you found it'),
         (gd_max50, 'at most max_len'), (gd_minus1, 'off by one'), (gd_hard_bos, 'bos_idx'), (gd_list, '1-D LongTensor'),
         (gd_float, 'torch.long')])
+
+
+# --- no check crashes in its own code, whatever a learner returns (issue 23) ---------------------------------------------
+def _arg(i):
+    def f(*a, **k): return a[i] if len(a) > i else None
+    f.__name__ = f'returns_argument_{i + 1}'
+    return f
+
+def _const(v, name):
+    def f(*a, **k): return v() if callable(v) else v
+    f.__name__ = name
+    return f
+
+def no_args(): return None
+def raises(*a, **k): raise ValueError("a learner's bug")
+def shape_of_first(*a, **k):
+    t = next((x for x in a if isinstance(x, torch.Tensor)), torch.zeros(1))
+    return torch.randn(t.shape)
+def long_like_first(*a, **k):
+    t = next((x for x in a if isinstance(x, torch.Tensor)), torch.zeros(1))
+    return torch.zeros(t.shape, dtype=torch.long)
+def pair_of_first(*a, **k):
+    t = next((x for x in a if isinstance(x, torch.Tensor)), torch.zeros(1))
+    return t.clone(), t.clone()
+
+GARBAGE = [_const(None, 'returns_none'), _const(0, 'returns_int'), _const([1, 2], 'returns_list'),
+           _const(lambda: torch.zeros(1), 'returns_one_zero'), _const(lambda: torch.zeros(()), 'returns_0d'),
+           _const(lambda: (torch.zeros(1), torch.zeros(1)), 'returns_a_pair'), _const(lambda: torch.tensor(float('nan')), 'returns_nan'),
+           _arg(0), _arg(1), _arg(2), no_args, raises, shape_of_first, long_like_first, pair_of_first]
+
+import pytest
+from transformers_scratch.core import CheckError
+
+@pytest.mark.parametrize('check', [check_valid_lens, check_cross_attention, check_decoder_block, check_teacher_forcing,
+                                   check_seq2seq_loss, check_greedy_decode], ids=lambda c: c.__name__)
+def test_checks_give_a_verdict_on_garbage(check):
+    "A wrong answer of any kind ends in the check's own verdict (CheckError), never in a crash of the check's code"
+    for fn in GARBAGE:
+        with pytest.raises(CheckError): check(fn)

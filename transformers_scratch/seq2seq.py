@@ -84,8 +84,8 @@ def cross_attention(ca, x, memory, memory_pad_mask=None):
     k = split_heads(ca.tokeys(memory), h)                # (b, h, t_m, s) from the encoder's memory
     v = split_heads(ca.tovalues(memory), h)              # (b, h, t_m, s)
     w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (b, h, t_x, t_m)
-    if memory_pad_mask is not None: w = w.masked_fill(~memory_pad_mask[:, None, None, :], neg_fill(w.dtype))
-    w = F.dropout(F.softmax(w, -1), ca.dropout, ca.training)
+    mask = None if memory_pad_mask is None else memory_pad_mask.bool()[:, None, None, :]   # (b, 1, 1, t_m)
+    w = F.dropout(masked_softmax(w, mask), ca.dropout, ca.training)   # lesson 02: a query that sees no key gets zeros
     return ca.unifyheads(merge_heads(w @ v))             # (b, t_x, e)
 
 # %% ../nbs/30_seq2seq.ipynb #a42ff4dd
