@@ -1,12 +1,13 @@
 "Each check in lesson 02 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
+import re
 import numpy as np
 import torch, torch.nn.functional as F
 import pytest
-from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.core import TODO, CheckError, assert_check
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
-from transformers_scratch.masks import *
-from transformers_scratch.checks.masks import *   # the exercise checks
+from transformers_scratch.masks import causal_mask, neg_fill, mask_scores, lengths_to_mask, masked_softmax, masked_softmax_lens
+from transformers_scratch.checks.masks import check_causal_mask, check_mask_scores, check_masked_softmax, check_masked_softmax_lens
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -166,8 +167,16 @@ def sm_d2l_1e6(s, m=None):                 # d2l's -1e6: overflows fp16
     if m is None: return F.softmax(s, -1)
     return F.softmax(s.masked_fill(~m, -1e6), -1).masked_fill(~m, 0.)
 
+def sm_fill_after_(s, m=None):             # zeroes the softmax's output in place: autograd needed it, backward fails
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(mask_scores(s, m), -1).masked_fill_(~m, 0.)
+def sm_new_leaf(s, m=None):                # right values, from a fresh tensor that requires grad: nothing reaches the scores
+    if m is None: return F.softmax(s, -1)
+    return masked_softmax(s.detach(), m).requires_grad_()
+
 def test_check_masked_softmax():
     assert_check(check_masked_softmax, masked_softmax, [
+        (sm_fill_after_, 'backward pass failed'), (sm_new_leaf, 'no gradient reaches the scores'),
         (stub, 'not solved'), (sm_minus_inf, 'fully masked row gives NaN'), (sm_uniform, 'uniform row'),
         (sm_after, 'masked after the softmax'), (sm_zero, 'filled with 0'), (sm_plus_inf, r'\+inf'),
         (sm_where_additive, 'gradient has NaN'), (sm_dim, 'plain softmax over the last dim'), (sm_no_none, 'raised'),
@@ -243,8 +252,21 @@ def ml_squeeze(s, lens=None): return masked_softmax_lens(s, lens).squeeze()
 def ml_none_default(s, lens=None):         # treats a missing length as length 0
     return masked_softmax_lens(s, lens if lens is not None else torch.zeros(s.size(0), dtype=torch.long))
 
+def ml_detach(s, lens=None):                # right values, cut off from autograd (the check used to crash on it)
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax_lens(s.detach(), lens)
+def ml_fill_after_(s, lens=None):          # zeroes the softmax's output in place: backward fails
+    if lens is None: return F.softmax(s, -1)
+    m = _heads(_lens_mask(s, lens), s)
+    return F.softmax(mask_scores(s, m), -1).masked_fill_(~m, 0.)
+def ml_new_leaf(s, lens=None):
+    if lens is None: return F.softmax(s, -1)
+    return masked_softmax_lens(s.detach(), lens).requires_grad_()
+
 def test_check_masked_softmax_lens():
     assert_check(check_masked_softmax_lens, masked_softmax_lens, [
+        (ml_detach, 'cut off from autograd'), (ml_fill_after_, 'backward pass failed'),
+        (ml_new_leaf, 'no gradient reaches the scores'),
         (stub, 'not solved'), (ml_d2l, 'uniform row'), (ml_minus_inf, 'NaN where the valid length is 0'),
         (ml_plus_one, r'valid_len \+ 1'), (ml_minus_one, 'valid_len - 1'), (ml_queries, 'masked the queries'),
         (ml_only_1d, r'one length per query'), (ml_no_none, 'raised'),
@@ -261,3 +283,19 @@ def test_check_masked_softmax_lens():
                 if L: out[i, ..., q, :L] = F.softmax(s[i, ..., q, :L], -1)
         return out
     assert_check(check_masked_softmax_lens, loop)
+
+
+# --- every check gives its own verdict, whatever comes back (issue 23: a crash in a check's own code is the course's bug)
+NONSENSE = [(lambda *a, **k: None, 'should be a tensor, got NoneType'), (lambda *a, **k: [1., 2.], 'should be a tensor, got list'),
+            (lambda *a, **k: 3, 'should be a tensor, got int'), (lambda *a, **k: torch.zeros(1), r'shape|bool'),
+            (lambda x, *a, **k: torch.zeros_like(x, dtype=torch.long), r'shape|dtype|raised TypeError'),
+            (lambda x, *a, **k: torch.full_like(x, float('nan')), r'NaN|raised TypeError|plain softmax'),
+            (lambda x, *a, **k: x, r'should be a tensor|unchanged|ignored the mask|plain softmax'),
+            (lambda *a, **k: 1 / 0, 'your code raised ZeroDivisionError')]
+
+def test_checks_never_crash_on_nonsense():
+    for check in (check_causal_mask, check_mask_scores, check_masked_softmax, check_masked_softmax_lens):
+        for fn, pat in NONSENSE:
+            try: check(fn)
+            except CheckError as e: assert re.search(pat, str(e)), (check.__name__, pat, str(e))
+            else: raise AssertionError(f"{check.__name__} accepted nonsense matching {pat!r}")

@@ -1,14 +1,13 @@
 "Lesson 01's checks accept the solutions and reject the stub and each typical mistake with its own hint."
-import math
+import math, re
 import numpy as np
 import torch, torch.nn.functional as F
 import pytest
-from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.core import TODO, CheckError, assert_check
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.selfattention import raw_weights, row_softmax, basic_self_attention, einsum_self_attention
 from transformers_scratch.checks.selfattention import check_raw_weights, check_row_softmax, check_basic_self_attention, check_einsum_self_attention
-from transformers_scratch.checks.selfattention import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 
@@ -173,3 +172,18 @@ def test_einsum_self_attention():
                  ein_wrongs + [(ein_transposed, r'not wᵀ x'),
                                (basic_self_attention, 'about torch.einsum'),   # right values, no einsum
                                (ein_range2, RANGE), (ein_first, SQUEEZE), (ein_float, DTYPE), (ein_inplace, INPLACE)])
+
+
+# --- every check gives its own verdict, whatever comes back (issue 23: a crash in a check's own code is the course's bug)
+NONSENSE = [(lambda *a, **k: None, 'should be a tensor, got NoneType'), (lambda *a, **k: [1., 2.], 'should be a tensor, got list'),
+            (lambda *a, **k: 3, 'should be a tensor, got int'), (lambda *a, **k: torch.zeros(1), r'should have shape'),
+            (lambda x, *a, **k: torch.zeros_like(x, dtype=torch.long), r'shape|dtype'),
+            (lambda x, *a, **k: torch.full_like(x, float('nan')), r'shape|values|NaN'),
+            (lambda *a, **k: 1 / 0, 'your code raised ZeroDivisionError')]
+
+def test_checks_never_crash_on_nonsense():
+    for check in (check_raw_weights, check_row_softmax, check_basic_self_attention, check_einsum_self_attention):
+        for fn, pat in NONSENSE:
+            try: check(fn)
+            except CheckError as e: assert re.search(pat, str(e)), (check.__name__, pat, str(e))
+            else: raise AssertionError(f"{check.__name__} accepted nonsense matching {pat!r}")
