@@ -1,8 +1,8 @@
 "Each check in lesson 05 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import pytest, torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
-from transformers_scratch.block import *
-from transformers_scratch.checks.block import *   # the exercise checks
+from transformers_scratch.block import layer_norm, feedforward, postnorm_block, prenorm_block, TransformerBlock, block_params
+from transformers_scratch.checks.block import check_layer_norm, check_feedforward, check_postnorm_block, check_prenorm_block
 
 
 def stub(*args, **kwargs): raise TODO("not yet")
@@ -52,12 +52,22 @@ class _AlwaysDrop(nn.Module):
     def forward(self, x): return F.dropout(self.l2(F.relu(self.l1(x))), self.p)          # training=True by default
 def ff_functional_dropout(emb, mult=4, dropout=0.): return _AlwaysDrop(emb, mult, dropout)
 def ff_not_module(emb, mult=4, dropout=0.): return lambda x: x
+def ff_no_act(emb, mult=4, dropout=0.):                       # right, but TransformerBlock passes act too
+    return nn.Sequential(nn.Linear(emb, mult * emb), nn.ReLU(), nn.Linear(mult * emb, emb), nn.Dropout(dropout))
+def ff_act_ignored(emb, mult=4, dropout=0., act='relu'): return ff_no_act(emb, mult, dropout)
+def ff_gelu_exact(emb, mult=4, dropout=0., act='relu'):      # 'gelu_tanh' taken for the exact GELU
+    return nn.Sequential(nn.Linear(emb, mult * emb), nn.ReLU() if act == 'relu' else nn.GELU(), nn.Linear(mult * emb, emb),
+                         nn.Dropout(dropout))
+def ff_crash(emb, mult=4, dropout=0., act='relu'):
+    return nn.Sequential(nn.Linear(emb, mult * emb), nn.ReLU(), nn.Linear(mult * emb, emb), nn.Dropout(dropout), nn.Softmax(dim=7))
 
 def test_check_feedforward():
     assert_check(check_feedforward, feedforward, [
         (stub, 'not solved'), (ff_linear, 'linear'), (ff_hidden_emb, 'mult\\*emb = 32'), (ff_fixed_4, 'mult=2'),
         (ff_gelu, 'ReLU'), (ff_no_dropout, 'nn.Dropout'), (ff_one_layer, 'two nn.Linear'), (ff_relu_last, 'differs'),
-        (ff_functional_dropout, 'eval mode'), (ff_not_module, 'nn.Module')])
+        (ff_functional_dropout, 'eval mode'), (ff_not_module, 'nn.Module'),
+        (ff_no_act, 'must take act too'), (ff_act_ignored, 'kept the ReLU'), (ff_gelu_exact, 'tanh approximation'),
+        (ff_crash, 'raised IndexError')])
 
 
 # --- post-norm block -----------------------------------------------------------------------------------------------
@@ -86,8 +96,14 @@ def post_one_norm(blk, x, pad_mask=None):
     h = x + blk.do(blk.attention(x, pad_mask))
     return blk.norm2(h + blk.ff(h))
 
+def post_no_cache_param(blk, x, pad_mask=None):             # right, but TransformerBlock passes a cache too
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask)))
+    return blk.norm2(h + blk.ff(h))
+def post_cache_ignored(blk, x, pad_mask=None, cache=None): return post_no_cache_param(blk, x, pad_mask)
+
 def test_check_postnorm_block():
     assert_check(check_postnorm_block, postnorm_block, [
+        (post_no_cache_param, 'must take cache too'), (post_cache_ignored, 'pass cache on'),
         (stub, 'not solved'), (post_no_residual, 'residuals are missing'), (post_no_ff_residual, "MLP's residual"),
         (post_as_pre, 'pre-norm order'), (post_norm_branch, "sublayer's output only"), (post_swapped, 'swapped'),
         (post_ff_on_x, 'not x'), (post_no_pad, 'pad_mask'), (post_one_norm, 'first norm is missing')])
@@ -113,8 +129,14 @@ def pre_ff_on_x(blk, x, pad_mask=None):
     h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
     return h + blk.ff(blk.norm2(x))
 
+def pre_no_cache_param(blk, x, pad_mask=None):
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask))
+    return h + blk.ff(blk.norm2(h))
+def pre_cache_ignored(blk, x, pad_mask=None, cache=None): return pre_no_cache_param(blk, x, pad_mask)
+
 def test_check_prenorm_block():
     assert_check(check_prenorm_block, prenorm_block, [
+        (pre_no_cache_param, 'must take cache too'), (pre_cache_ignored, 'pass cache on'),
         (stub, 'not solved'), (pre_as_post, 'post-norm order'), (pre_no_residual, 'residuals are missing'),
         (pre_no_ff_residual, "MLP's residual"), (pre_normed_residual, 'carry x itself'), (pre_swapped, 'swapped'),
         (pre_final_norm, 'no norm at the end'), (pre_no_pad, 'pad_mask'), (pre_ff_on_x, 'not norm2\\(x\\)')])

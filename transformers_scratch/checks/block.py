@@ -33,7 +33,7 @@ def _call_like(fn, args, x, why):
     run.like(out, x)
     return out
 
-@checker
+@checker(solution='block.layer_norm')
 def check_layer_norm(fn):
     "Check `fn(x, weight, bias, eps)` against `F.layer_norm` for 2-, 3- and 4-D `x`, float32 and float64, several eps, tiny and zero spread"
     for x, w, bias, eps in _ln_fixtures():
@@ -52,14 +52,14 @@ def check_layer_norm(fn):
             expect(not same(out, by(d)), f"you normalised over {what}: "
                    "LayerNorm normalises each token over its e features, the last dim (-1)")
         expect(not torch.isnan(out).any() and not torch.isinf(out).any(), "a constant token (variance 0) gives NaN or inf: "
-               "add eps inside the square root, sqrt(var + eps)")
+               "eps goes inside the square root, added to the variance")
         expect(not same(out[ok], by(-1, unbiased=True)[ok]), "use the biased variance (divide by e: correction=0, or "
                "unbiased=False), as LayerNorm does")
-        expect(not same(out[ok], by(-1, eps_in=False)[ok]), "eps goes inside the square root: (x - mean) / sqrt(var + eps), "
-               "not / (std + eps)")
+        expect(not same(out[ok], by(-1, eps_in=False)[ok]), "you added eps to the standard deviation: it goes inside the "
+               "square root, added to the variance")
         expect(not same(out, (ref - bias) / w) and not same(out, F.layer_norm(x, (e,), None, None, eps)),
                "scale by weight (γ) and shift by bias (β) after normalising")
-        expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: normalised * weight + bias")
+        expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: weight (γ) scales, bias (β) shifts")
         expect(not same(out, F.layer_norm(x, (e,), w, None, eps)), "add bias (β) after scaling")
         expect(not same(out, F.layer_norm(x, (e,), None, bias, eps)), "multiply by weight (γ) before adding the bias")
         for other in (1e-5, 1e-6, 1e-12, 0.):
@@ -86,19 +86,36 @@ def _ff_layers(ff, emb, mult):
     expect(l1.bias is not None and l2.bias is not None, "keep the biases of the two Linear layers (bias=True, the default)")
     return l1, l2
 
+def _ff_error(e, args):
+    "A hint for a crash of feedforward(*args)"
+    if isinstance(e, TypeError) and 'positional argument' in str(e) and len(args) == 4:
+        return "your function must take act too, after dropout: TransformerBlock calls feedforward(emb, mult, dropout, act)"
+
+def _ff_make(fn, *args):
+    "The module `fn(*args)` builds; a crash is the learner's"
+    return Runs(fn, _ff_error)(*args)
+
+def _ff_run(ff, x):
+    "`ff(x)` through `Runs`: the input must stay unchanged, a crash is the learner's"
+    return Runs(ff)(x)
+
 def _ff_dropout(fn, p):
     "Measure the dropout of `fn(7, 2, p)` in training mode on a large input: where it sits, its rate and its scaling"
-    ff = fn(7, 2, p)
+    ff = _ff_make(fn, 7, 2, p)
     l1, l2 = _ff_layers(ff, 7, 2)
     x = rand(64, 40, 7, seed=21)
     with torch.no_grad():
         ref = torch.relu(x @ l1.weight.T + l1.bias) @ l2.weight.T + l2.bias
         ff.eval()
-        expect(torch.equal(ff(x), ff(x)) and same(ff(x), ref), "in eval mode dropout must be off: use the module nn.Dropout "
+        y1, y2 = _ff_run(ff, x), _ff_run(ff, x)
+        expect_like(y1, x)
+        expect(torch.equal(y1, y2) and same(y1, ref), "in eval mode dropout must be off: use the module nn.Dropout "
                "(F.dropout(x, p) is on unless you pass training=self.training)")
         ff.train()
-        y = call_checked(ff, x)
-        expect(not same(y, ref), f"with dropout={p} in training mode the output should be random: end with nn.Dropout(dropout)")
+        y = _ff_run(ff, x)
+        expect_like(y, x)
+        expect(not same(y, ref), f"with dropout={p} in training mode the output should be random: the MLP ends with an "
+                                 "nn.Dropout of probability dropout")
         zero = y == 0
         a, b = y[~zero], ref[~zero]
         c = float((a * b).sum() / (b * b).sum())              # the kept outputs are c * output: c = 1/(1-p) for nn.Dropout
@@ -109,38 +126,53 @@ def _ff_dropout(fn, p):
                "each output on its own")                      # independent zeros: a token of 7 is all 0 with prob. rate^7
         expect(abs(rate - (1 - p)) > 0.03, f"nn.Dropout(p) takes the probability to *drop*: you passed the keep "
                f"probability 1 - p (measured a rate of {rate:.3f} for dropout={p})")
-        expect_rate(rate, p, 0.03, f"with dropout={p} a fraction {p} of the outputs should be 0: pass dropout on to nn.Dropout(dropout)")
+        expect_rate(rate, p, 0.03, f"with dropout={p} a fraction {p} of the outputs should be 0: pass dropout on to the dropout layer")
         expect(abs(c - 1) > 1e-3, "the kept outputs are not scaled: nn.Dropout multiplies them by 1/(1-p)")
         expect_rate(c, 1 / (1 - p), 1e-3, f"the kept outputs should be scaled by 1/(1-p) = {1 / (1 - p):.3f}")
 
-@checker
+@checker(solution='block.feedforward')
 def check_feedforward(fn):
-    "Check `fn(emb, mult, dropout)`: an `nn.Module` computing Linear(emb, mult*emb) → ReLU → Linear(mult*emb, emb) → Dropout"
-    with torch.random.fork_rng():                             # repeatable, and your RNG is left alone
+    "Check `fn(emb, mult, dropout, act)`: an `nn.Module` computing Linear(emb, mult*emb) → act (ReLU) → Linear(mult*emb, emb) → Dropout"
+    with torch.random.fork_rng(devices=[]):                   # repeatable, and your RNG is left alone
         torch.manual_seed(0)
         for emb, mult, shape in ((8, None, (1, 5)), (7, 2, (4, 3)), (6, 3, (3, 2, 4))):
-            ff = fn(emb) if mult is None else fn(emb, mult)
+            ff = _ff_make(fn, emb) if mult is None else _ff_make(fn, emb, mult)
             mult = mult or 4
             l1, l2 = _ff_layers(ff, emb, mult)
             x, x2 = rand(*shape, emb, seed=emb), rand(*shape, emb, seed=emb + 1)
             with torch.no_grad():
                 ff.train()                                    # dropout=0 (the default): no dropout even in training
-                out = call_checked(ff, x)
+                out = _ff_run(ff, x)
                 expect_like(out, x)
+                expect(not torch.isnan(out).any(), "your MLP's output has NaN values")
                 ff.eval()
-                expect(same(out, ff(x)), "with dropout=0 (the default) training mode must not change the output: pass "
-                       "dropout on to nn.Dropout(dropout) (nn.Dropout() alone drops half)")
-                z = ff(torch.zeros_like(x))
-                expect(not same(ff(x + x2) - z, (out - z) + (ff(x2) - z), atol=1e-4),
-                       "your MLP is linear: two Linear layers collapse into one — put a ReLU between them")
+                expect(same(out, _ff_run(ff, x)), "with dropout=0 (the default) training mode must not change the output: "
+                       "pass dropout on to nn.Dropout (nn.Dropout() alone drops half)")
+                z, y2, y12 = _ff_run(ff, torch.zeros_like(x)), _ff_run(ff, x2), _ff_run(ff, x + x2)
+                expect(not same(y12 - z, (out - z) + (y2 - z), atol=1e-4),
+                       "your MLP is linear: two Linear layers collapse into one — put a nonlinearity between them")
                 hid = x @ l1.weight.T + l1.bias
-                expect(not same(out, F.gelu(hid) @ l2.weight.T + l2.bias), "use a ReLU between the layers, as in the original "
-                       "transformer (GPT-2 uses GELU; our reference is ReLU)")
+                expect(not same(out, F.gelu(hid) @ l2.weight.T + l2.bias), "you used a GELU: the default act is 'relu', a ReLU as "
+                       "in the original transformer (GPT-2's GELU comes with act='gelu_tanh')")
                 expect(same(out, torch.relu(hid) @ l2.weight.T + l2.bias), "the output differs from Linear -> ReLU -> Linear "
                        "(in eval mode)")
                 xd = x.double()
-                expect_like(copy.deepcopy(ff).double()(xd), xd, 'the output of the float64 module')
+                expect_like(_ff_run(copy.deepcopy(ff).double(), xd), xd, 'the output of the float64 module')
         for p in (0.2, 0.6): _ff_dropout(fn, p)
+        for act, f, name in (('gelu_tanh', lambda h: F.gelu(h, approximate='tanh'), "GELU with the tanh approximation"),
+                             ('gelu', F.gelu, "the exact GELU")):
+            ff = _ff_make(fn, 6, 2, 0., act)
+            l1, l2 = _ff_layers(ff, 6, 2)
+            x = rand(4, 3, 6, seed=40) * 2
+            with torch.no_grad():
+                ff.eval()
+                out = _ff_run(ff, x)
+                expect_like(out, x)
+                hid = x @ l1.weight.T + l1.bias
+                expect(not same(out, torch.relu(hid) @ l2.weight.T + l2.bias), f"with act={act!r} you kept the ReLU: the "
+                       "nonlinearity is the module that ACTIVATIONS[act] makes")
+                expect(same(out, f(hid) @ l2.weight.T + l2.bias), f"with act={act!r} the nonlinearity should be {name}, the "
+                       f"module that ACTIVATIONS[{act!r}] makes")
 
 # %% ../../nbs/05_block.ipynb #210a648f
 #| code-fold: true
@@ -176,7 +208,24 @@ def _block_call(fn, blk, x, *args):
     "`fn(blk, x, *args)` through `call_checked`, `expect`ing a result like `x`"
     return _call_like(fn, (blk, x) + args, x, "nothing hard-coded: take the sizes from x")
 
-@checker
+class _CatCache:
+    "A layer cache of the protocol `SelfAttention` takes (`k, v, pad_mask = cache.update(k, v, pad_mask)`), growing with torch.cat"
+    def __init__(self): self.k = self.v = None
+    def update(self, k, v, pad_mask=None):
+        self.k, self.v = (k, v) if self.k is None else (torch.cat([self.k, k], 2), torch.cat([self.v, v], 2))
+        return self.k, self.v, pad_mask
+
+def _expect_cache(fn, blk, x, full):
+    "Run `fn` on causal block `blk` over `x` in two steps through a cache: with the cache passed on, they give `full`"
+    cache, why = _CatCache(), ("your function must take cache too, after pad_mask, and pass it on to the attention: "
+                               "TransformerBlock calls it with (blk, x, pad_mask, cache)")
+    steps = [_call_like(fn, (blk, part, None, cache), part, why) for part in (x[:, :4], x[:, 4:])]
+    expect(cache.k is not None, "pass cache on to the attention, after pad_mask: blk.attention keeps the keys and values "
+                                "of earlier steps in it")
+    expect(same(torch.cat(steps, 1), full, atol=1e-5), "with a cache, two steps must give the output of one pass: pass "
+                                                       "cache on to the attention and change nothing else")
+
+@checker(solution='block.postnorm_block')
 def check_postnorm_block(fn):
     "Check `fn(blk, x, pad_mask)` against LN2(h + ff(h)) with h = LN1(x + do(attention(x))), and name the usual mistakes"
     for blk, x, pad in _test_blocks(False):
@@ -186,10 +235,14 @@ def check_postnorm_block(fn):
             out = _block_call(fn, blk, x)
             h = N1(x + D(Ao(x)))
             if not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
-                f"for x of shape {tuple(x.shape)} the output differs from norm2(h + ff(h)) with h = norm1(x + do(attention(x)))")
+                f"for x of shape {tuple(x.shape)} the output differs from the post-norm block: is a size hard-coded?")
             out = _block_call(fn, blk, x, pad)
             hp = N1(x + D(blk.attention(x, pad)))
-            expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to blk.attention(x, pad_mask)")
+            expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to the attention")
+    blk, x, pad = _test_blocks(False)[0]                     # causal: two steps through a cache give one pass
+    with torch.no_grad():
+        h = blk.norm1(x + blk.do(blk.attention(x)))
+        _expect_cache(fn, blk, x, blk.norm2(h + blk.ff(h)))
     blk, x, pad = _test_blocks(False)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
@@ -198,32 +251,32 @@ def _postnorm_wrongs(blk, x, D):
     F_, N1, N2, Ao = blk.ff, blk.norm1, blk.norm2, blk.attention
     A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
     h = N1(x + A(x))
-    return [(N2(F_(N1(A(x)))), "the residuals are missing: add each sublayer's input back, norm(x + sublayer(x))"),
-            ((lambda g: N2(g + D(F_(g))))(N1(x + Ao(x))), "blk.do is for the attention output (blk.ff ends with its own dropout): "
-             "norm1(x + do(attention(x)))"),
-            (N2(F_(h)), "the MLP's residual is missing: norm2(h + ff(h))"),
-            (N2(N1(A(x)) + F_(N1(A(x)))), "the attention's residual is missing: norm1(x + attention(x))"),
+    return [(N2(F_(N1(A(x)))), "the residuals are missing: each sublayer's input is added back to its output before the norm"),
+            ((lambda g: N2(g + D(F_(g))))(N1(x + Ao(x))), "blk.do belongs on the attention output, not on the MLP's (blk.ff "
+             "ends with its own dropout)"),
+            (N2(F_(h)), "the MLP's residual is missing: add h back to the MLP's output before norm2"),
+            (N2(N1(A(x)) + F_(N1(A(x)))), "the attention's residual is missing: add x back to the attention's output before norm1"),
             ((lambda g: g + F_(N2(g)))(x + A(N1(x))), "that is the pre-norm order (norm before each sublayer): "
-             "post-norm normalises the sum, norm1(x + attention(x))"),
-            ((lambda g: g + N2(F_(g)))(x + N1(A(x))), "you normalised the sublayer's output only: normalise the "
-             "sum, norm1(x + attention(x))"),
+             "post-norm normalises the residual sum"),
+            ((lambda g: g + N2(F_(g)))(x + N1(A(x))), "you normalised the sublayer's output only: post-norm normalises "
+             "the residual sum"),
             ((lambda g: N1(g + F_(g)))(N2(x + A(x))), "the norms are swapped: norm1 follows the attention, norm2 "
              "the MLP"),
             (N2(h + F_(x)), "feed the MLP the output of the attention sublayer, h, not x"),
-            (N1(h + F_(h)), "the second sublayer has its own norm: norm2(h + ff(h)), not norm1"),
-            (N2(x + F_(h)), "the second residual adds h, the output of the attention sublayer, not x: norm2(h + ff(h))"),
-            (N2(x + A(x) + F_(x + A(x))), "the first norm is missing: h = norm1(x + attention(x))"),
-            (N1(x + A(x)) + F_(N1(x + A(x))), "the second norm is missing: y = norm2(h + ff(h))"),
+            (N1(h + F_(h)), "the MLP sublayer has its own norm, norm2: you used norm1 twice"),
+            (N2(x + F_(h)), "the second residual adds h, the output of the attention sublayer, not x"),
+            (N2(x + A(x) + F_(x + A(x))), "the first norm is missing: the attention's residual sum goes through norm1"),
+            (N1(x + A(x)) + F_(N1(x + A(x))), "the second norm is missing: the MLP's residual sum goes through norm2"),
             ((lambda g: N2(g + F_(g)))(N1(x + Ao(x))), "apply blk.do (the dropout) to the attention output, before the "
-             "residual sum: norm1(x + do(attention(x)))"),
+             "residual sum"),
             (N2(h + D(F_(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
-            ((lambda g: N2(g + F_(g)))(D(N1(x + Ao(x)))), "blk.do goes on the attention output, inside the residual: "
-             "norm1(x + do(attention(x))), not after the norm")]
+            ((lambda g: N2(g + F_(g)))(D(N1(x + Ao(x)))), "blk.do goes on the attention output, inside the residual sum, "
+             "not after the norm")]
 
 # %% ../../nbs/05_block.ipynb #94a1dad0
 #| code-fold: true
 # @title check_prenorm_block
-@checker
+@checker(solution='block.prenorm_block')
 def check_prenorm_block(fn):
     "Check `fn(blk, x, pad_mask)` against h + ff(LN2(h)) with h = x + do(attention(LN1(x))), and name the usual mistakes"
     for blk, x, pad in _test_blocks(True):
@@ -232,10 +285,14 @@ def check_prenorm_block(fn):
             out = _block_call(fn, blk, x)
             h = x + D(Ao(N1(x)))
             if not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
-                f"for x of shape {tuple(x.shape)} the output differs from h + ff(norm2(h)) with h = x + do(attention(norm1(x)))")
+                f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block: is a size hard-coded?")
             out = _block_call(fn, blk, x, pad)
             hp = x + D(Ao(N1(x), pad))
-            expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to blk.attention(..., pad_mask)")
+            expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to the attention")
+    blk, x, pad = _test_blocks(True)[0]                      # causal: two steps through a cache give one pass
+    with torch.no_grad():
+        h = x + blk.do(blk.attention(blk.norm1(x)))
+        _expect_cache(fn, blk, x, h + blk.ff(blk.norm2(h)))
     blk, x, pad = _test_blocks(True)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
@@ -245,28 +302,28 @@ def _prenorm_wrongs(blk, x, D):
     A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
     h = x + A(N1(x))
     return [((lambda g: N2(g + F_(g)))(N1(x + A(x))), "that is the post-norm order (norm after the sum): pre-norm "
-             "normalises the sublayer's input, x + attention(norm1(x))"),
-            ((lambda g: g + D(F_(N2(g))))(x + Ao(N1(x))), "blk.do is for the attention output (blk.ff ends with its own dropout): "
-             "x + do(attention(norm1(x)))"),
-            (F_(N2(A(N1(x)))), "the residuals are missing: x + attention(norm1(x)), then h + ff(norm2(h))"),
-            (F_(N2(h)), "the MLP's residual is missing: h + ff(norm2(h))"),
-            ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: h = x + attention(norm1(x))"),
+             "normalises each sublayer's input"),
+            ((lambda g: g + D(F_(N2(g))))(x + Ao(N1(x))), "blk.do belongs on the attention output, not on the MLP's (blk.ff "
+             "ends with its own dropout)"),
+            (F_(N2(A(N1(x)))), "the residuals are missing: each sublayer's input is added back to its output"),
+            (F_(N2(h)), "the MLP's residual is missing: add h back to the MLP's output"),
+            ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: add x back to the attention's output"),
             ((lambda g: (lambda n: n + F_(n))(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not "
-             "norm(x): x + attention(norm1(x))"),
-            ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): "
-             "x + attention(norm1(x))"),
+             "norm(x): only the sublayer's input is normalised"),
+            ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): only the "
+             "sublayer's input is normalised"),
             ((lambda g: g + F_(N1(g)))(x + A(N2(x))), "the norms are swapped: norm1 goes before the attention, "
              "norm2 before the MLP"),
             (h + F_(N2(x)), "feed the MLP norm2(h), the output of the attention sublayer, not norm2(x)"),
-            (h + F_(N1(h)), "the second sublayer has its own norm: h + ff(norm2(h)), not norm1"),
-            (x + F_(N2(h)), "the second residual adds h, the output of the attention sublayer, not x: h + ff(norm2(h))"),
-            (h + F_(h), "the second norm is missing: h + ff(norm2(h))"),
-            (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: x + attention(norm1(x))"),
+            (h + F_(N1(h)), "the MLP sublayer has its own norm, norm2: you used norm1 twice"),
+            (x + F_(N2(h)), "the second residual adds h, the output of the attention sublayer, not x"),
+            (h + F_(h), "the second norm is missing: the MLP's input goes through norm2"),
+            (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: the attention's input goes through norm1"),
             (N2(h + F_(N2(h))), "no norm at the end of a pre-norm block: the final LayerNorm comes once, after "
              "the last block"),
             ((lambda g: g + F_(N2(g)))(x + Ao(N1(x))), "apply blk.do (the dropout) to the attention output, before "
-             "the residual sum: x + do(attention(norm1(x)))"),
+             "the residual sum"),
             (h + D(F_(N2(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
             ((lambda g: g + F_(N2(g)))(D(x + Ao(N1(x)))), "blk.do goes on the attention output, inside the residual "
-             "branch: x + do(attention(norm1(x))), not on the sum"),
+             "branch, not on the sum"),
             ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input")]
