@@ -20,9 +20,17 @@ save = '--no-save' not in sys.argv
 for p in [a for a in sys.argv[1:] if a != '--no-save']:
     p = Path(p).resolve()
     nb = read_nb(p)
+    for c in nb.cells:                     # every output is written anew: a cell that prints nothing (`check_x(x);`) keeps none
+        if c.cell_type == 'code': c['outputs'] = []
+    # execnb keeps no output at all of a cell ending in `;` (the re-checks `check_x(x);`): run those as `_ = check_x(x)`
+    quiet = {id(c): c.source for c in nb.cells if c.cell_type == 'code' and c.source.rstrip().endswith(';') and '\n' not in c.source.strip()}
     for c in nb.cells:
-        if c.cell_type == 'code' and skip(c): c['outputs'] = []
+        if id(c) in quiet: c.source = '_ = ' + c.source.rstrip()[:-1]
     sh = CaptureShell(p)
-    with working_directory(p.parent): sh.run_all(nb, exc_stop=True, preproc=skip)
+    try:
+        with working_directory(p.parent): sh.run_all(nb, exc_stop=True, preproc=skip)
+    finally:
+        for c in nb.cells:
+            if id(c) in quiet: c.source = quiet[id(c)]
     if save: write_nb(nb, p)
     print('executed', p.name)
