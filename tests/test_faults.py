@@ -141,7 +141,7 @@ PREDICT = [('evil.pkl', 'run any code'), ('evil-system.pkl', 'run any code'), ('
            ('text.pt', 'not a checkpoint'), ('clf-cut.pt', 'damaged or truncated'), ('lm.pt', 'not a classifier'),
            ('tr.pt', 'not a classifier'), ('enc.pt', 'not a classifier'), ('clf-novocab.pt', "no 'vocab'"),
            ('clf-badconfig.pt', 'damaged: config'), ('clf-mismatch.pt', 'does not match'), ('missing.pt', 'no such file'),
-           ('folder.pt', 'is a folder'), ('clf-huge.pt', 'GiB of weights'), ('clf-heads.pt', 'does not divide')]
+           ('folder.pt', 'is a folder'), ('clf-huge.pt', r'config depth=1048576: expected an integer in \[1, 1,024\]'), ('clf-heads.pt', 'does not divide')]
 
 @pytest.mark.parametrize('f,pattern', PREDICT, ids=[f for f, _ in PREDICT])
 def test_predict_bad_model(d, capsys, f, pattern):
@@ -163,7 +163,7 @@ def test_generate_bad_model(d, capsys, f, pattern):
 TRANSLATE = [('evil.pt', 'run any code'), ('evil-system.pkl', 'run any code'), ('empty.pt', 'empty or cut short'),
              ('tr-cut.pt', 'damaged or truncated'), ('lm.pt', 'not a model written by `tfs translate'), ('clf.pt', 'not a model written'),
              ('tr-novocab.pt', "no 'src_vocab'"), ('tr-badvocab.pt', 'damaged'), ('text.pt', 'not a checkpoint'),
-             ('tr-huge.pt', 'GiB of weights')]
+             ('tr-huge.pt', r'config emb=1048576')]
 
 @pytest.mark.parametrize('f,pattern', TRANSLATE, ids=[f for f, _ in TRANSLATE])
 def test_translate_bad_model(d, capsys, f, pattern):
