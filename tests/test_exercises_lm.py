@@ -4,7 +4,6 @@ from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.masks import neg_fill, causal_mask, mask_scores
 from transformers_scratch.lm import causal_scores
 from transformers_scratch.checks.lm import check_causal_scores
-from transformers_scratch.checks.lm import *   # the exercise checks
 
 def stub(*args): raise TODO("write it")
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -31,7 +30,9 @@ def test_causal_scores():
         (lambda s: causal_scores(s) * 2, 'not masked changed'),
         (lambda s: _fill(s, tri(s, s.size(-1) - s.size(-2) + 2)), 'wrong scores are masked'),
     ])
-    assert_check(check_causal_scores, lambda s: _fill(s, tri(s, s.size(-1) - s.size(-2) + 1), float('-inf')))  # -inf is fine
+    assert_check(check_causal_scores, causal_scores, [       # issue 23: lesson 02 calls a -inf fill a bug
+        (lambda s: _fill(s, tri(s, s.size(-1) - s.size(-2) + 1), float('-inf')), 'filled with -inf, the bug of lesson 02'),
+        (lambda s: s.masked_fill(tri(s, s.size(-1) - s.size(-2) + 1), -float('inf')), r'neg_fill\(scores\.dtype\)')])
 
 
 def _future(s): return tri(s, s.size(-1) - s.size(-2) + 1)
@@ -46,14 +47,15 @@ def c_float32_out(s): return s.float().masked_fill(_future(s), neg_fill(torch.fl
 def c_squeeze(s): return causal_scores(s).squeeze()
 def c_add_mask(s): return s + _future(s) * -1e9                                          # an additive finite mask
 def c_times_inf(s): return s + _future(s) * float('-inf')                              # 0 * -inf is NaN
-def c_where_inf(s): return torch.where(_future(s), torch.tensor(float('-inf')), s)       # right: a 0-d fill keeps the dtype
+def c_where_inf(s): return torch.where(_future(s), torch.tensor(float('-inf')), s)       # a -inf fill: lesson 02's bug
+def c_where(s): return torch.where(_future(s), s.new_tensor(neg_fill(s.dtype)), s)          # right: a 0-d fill in the scores' dtype
 
 def test_causal_scores_issue11():
     assert_check(check_causal_scores, causal_scores, [
         (c_inplace, 'in place'), (c_4d_only, 'leading dims'), (c_minus_1e9, 'not a finite'), (c_finfo32, 'does not fit'),
         (c_hard_5, 'not square|hard-coded'), (c_float32_out, 'dtype'), (c_squeeze, 'squeeze'), (c_add_mask, 'not a finite'),
-        (c_times_inf, 'NaN')])
-    assert_check(check_causal_scores, c_where_inf)
+        (c_times_inf, 'NaN'), (c_where_inf, 'filled with -inf')])
+    assert_check(check_causal_scores, c_where)
 
 
 def test_causal_scores_from_lesson_02():

@@ -18,9 +18,9 @@ def _slow_future(tq, tk):
     "Bool (tq, tk): True where key j is in the future of query i, which sits at position tk - tq + i"
     return torch.tensor([[j > tk - tq + i for j in range(tk)] for i in range(tq)])
 
-@checker
+@checker(solution='lm.causal_scores')
 def check_causal_scores(fn):
-    "Check `fn(scores)`: scores (..., t_q, t_k) of future keys filled with a very negative number, the others unchanged; 3-D and 4-D, float32/64, bfloat16, float16"
+    "Check `fn(scores)`: scores (..., t_q, t_k) of future keys filled with a very negative finite number, the others unchanged; 3-D and 4-D, float32/64, bfloat16, float16"
     cases = [((2, 3, 5, 5), torch.float32), ((2, 3, 2, 5), torch.float32),      # square, then 2 new queries over 5 cached keys
              ((3, 7, 7), torch.float32), ((1, 4, 6), torch.float32), ((1, 2, 1, 6), torch.float32),   # 3-D, a batch of one, one query
              ((2, 2, 4, 4), torch.float64), ((1, 2, 3, 5), torch.bfloat16), ((2, 1, 3, 3), torch.float16)]
@@ -30,7 +30,7 @@ def check_causal_scores(fn):
         def _hint(e, args):
             msg = f"{type(e).__name__}: {str(e)[:60]}"
             if 'overflow' in str(e): return (f"your fill value does not fit in {dt} ({msg}): fill with neg_fill(scores.dtype) "
-                                                      "or -inf, not a fixed -1e9 or float32's minimum")
+                                                      "(lesson 02), not a fixed -1e9 or float32's minimum")
             if len(shape) != 4: return (f"scores of shape {shape} (any leading dims) raised {msg}: take t_q, t_k from "
                                                  "scores.shape[-2:]")
             if tq != tk: return (f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({msg})")
@@ -40,14 +40,20 @@ def check_causal_scores(fn):
         expect_like(out, s, 'the masked scores')
         fut = _slow_future(tq, tk)
         with_diag = torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq)     # the future and each query's own key
-        hidden = (out <= max(-1e30, torch.finfo(dt).min)).reshape(-1, tq, tk).all(0)   # (tq, tk): -inf or neg_fill everywhere
-        if torch.equal(hidden, fut) and torch.equal(out[..., ~fut], s[..., ~fut]): continue
         expect(not bool(out.isnan().any()), "your scores contain NaN (0 * -inf is NaN): use masked_fill, not a multiplication by a mask")
-        expect(not bool(torch.isposinf(out).any()), "you filled with +inf: masked scores must be very negative, -inf or neg_fill(scores.dtype)")
+        kept = torch.equal(out[..., ~fut], s[..., ~fut])                 # the scores a query may see, as they were
+        if kept and bool(torch.isneginf(out).any()):
+            expect(dt not in (torch.float16, torch.bfloat16), f"in {dt} your fill became -inf: it does not fit the dtype; fill "
+                   "with neg_fill(scores.dtype), the most negative finite number of the scores' own dtype")
+            expect(False, "you filled with -inf, the bug of lesson 02: a row whose keys are all masked turns into NaN after the "
+                   "softmax; fill with neg_fill(scores.dtype), the most negative finite number of the dtype")
+        hidden = (out <= max(-1e30, torch.finfo(dt).min)).reshape(-1, tq, tk).all(0)   # (tq, tk): neg_fill everywhere
+        if torch.equal(hidden, fut) and kept: continue
+        expect(not bool(torch.isposinf(out).any()), "you filled with +inf: masked scores must be very negative, neg_fill(scores.dtype)")
         expect(not same(out, F.softmax(s.float().masked_fill(fut, neg_fill(torch.float32)), -1), atol=1e-2), "you applied the softmax: return the masked scores, the softmax comes after")
-        expect(not bool((out[..., fut] == 0).all()) or not fut.any(), "the future scores are 0: a score of 0 still gets weight after the softmax; fill with neg_fill(scores.dtype) or -inf")
+        expect(not bool((out[..., fut] == 0).all()) or not fut.any(), "the future scores are 0: a score of 0 still gets weight after the softmax; fill with neg_fill(scores.dtype)")
         expect(not (fut.any() and not torch.equal(hidden, fut) and bool((out[..., fut] < -1e4).all()) and torch.equal((out < -1e4).reshape(-1, tq, tk).all(0), fut)),
-               "fill with neg_fill(scores.dtype) (the most negative number of the dtype) or -inf, not a finite -1e9 or -1e4")
+               "fill with neg_fill(scores.dtype), the most negative finite number of the dtype, not a finite -1e9 or -1e4")
         expect(not (torch.equal(hidden, ~fut) or torch.equal(hidden, ~with_diag)),
                "you hid the past: a query may see the keys before it; hide the ones after it (above the diagonal)")
         expect(not torch.equal(hidden, with_diag), "off by one: a position may attend to itself; hide only the keys strictly after it")
