@@ -66,7 +66,7 @@ def _token_key(df, max_vocab, min_freq, vocab=None):
 # %% ../nbs/11_classify.ipynb #6aed9251
 def numericalize_df(df,               # DataFrame with columns `text` and `is_valid`
                     max_vocab=30000,  # at most this many words in the vocabulary
-                    min_freq=3,       # keep the words seen at least this often in the training texts
+                    min_freq=3,       # keep the words seen at least this often in all the texts (validation too, as fastai)
                     cache=False,      # True: cache under `cache_dir()`; a folder: cache there; False: no cache
                     vocab=None,       # an existing vocabulary (list of tokens) to number with; default: made from the texts
                    ):
@@ -115,7 +115,7 @@ class LengthSortedDL(SortedDL):
 def text_dls(df,              # DataFrame with columns `text`, `label`, `is_valid`
              seq_len=128,     # crop texts to at most this many tokens
              bs=32,           # batch size
-             max_vocab=30000, # at most this many words (those seen >= 3 times in training)
+             max_vocab=30000, # at most this many words (those seen >= 3 times in all the texts)
              keep='end',      # which part of a long text `CropText` keeps
              seed=0, device=None,
              num_workers=0,   # DataLoader worker processes

@@ -1,0 +1,86 @@
+"Lesson 09's check accepts the training step and rejects the stub and each typical mistake with its own hint."
+import torch
+import pytest
+from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.training import train_step
+from transformers_scratch.checks.training import check_train_step
+
+pytestmark = pytest.mark.usefixtures('one_thread')   # tiny models: one thread is faster
+
+def stub(*args): raise TODO("write it")
+
+def forgot_zero_grad(model, opt, loss_func, x, y):
+    model.train()
+    loss = loss_func(model(x), y); loss.backward(); opt.step()
+    return loss.detach()
+def zero_after_step(model, opt, loss_func, x, y):      # fastai's order: right only if no gradient was left before
+    model.train()
+    loss = loss_func(model(x), y); loss.backward(); opt.step(); opt.zero_grad()
+    return loss.detach()
+def zero_between(model, opt, loss_func, x, y):
+    model.train()
+    loss = loss_func(model(x), y); loss.backward(); opt.zero_grad(); opt.step()
+    return loss.detach()
+def no_backward(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y); opt.step()
+    return loss.detach()
+def no_step(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y); loss.backward()
+    return loss.detach()
+def step_first(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y); opt.step(); loss.backward()
+    return loss.detach()
+def step_twice(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y); loss.backward(); opt.step(); opt.step()
+    return loss.detach()
+def no_train_mode(model, opt, loss_func, x, y):
+    opt.zero_grad()
+    loss = loss_func(model(x), y); loss.backward(); opt.step()
+    return loss.detach()
+def with_graph(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y); loss.backward(); opt.step()
+    return loss
+def as_number(model, opt, loss_func, x, y): return train_step(model, opt, loss_func, x, y).item()
+def returns_none(model, opt, loss_func, x, y): train_step(model, opt, loss_func, x, y)
+def swapped(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(y, model(x)); loss.backward(); opt.step()
+    return loss.detach()
+def under_no_grad(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    with torch.no_grad(): loss = loss_func(model(x), y)
+    loss.backward(); opt.step()
+    return loss.detach()
+def loss_after_update(model, opt, loss_func, x, y):
+    train_step(model, opt, loss_func, x, y)
+    with torch.no_grad(): return loss_func(model(x), y)
+def to_cpu(model, opt, loss_func, x, y): return train_step(model, opt, loss_func, x, y).cpu()
+def as_float32(model, opt, loss_func, x, y): return train_step(model, opt, loss_func, x, y).float()
+def normalises_x_in_place(model, opt, loss_func, x, y): return train_step(model, opt, loss_func, x.sub_(x.mean()), y)
+
+def test_check_train_step():
+    assert_check(check_train_step, train_step, [
+        (stub, 'not solved'),
+        (forgot_zero_grad, 'accumulated'),
+        (zero_after_step, 'not after the step'),
+        (zero_between, 'no gradient is left'),
+        (no_backward, 'no gradient is left'),
+        (no_step, 'did not move although backward'),
+        (step_first, r'opt.step\(\) after loss.backward\(\)'),
+        (step_twice, 'stepped twice'),
+        (no_train_mode, 'eval mode'),
+        (with_graph, 'detached'),
+        (as_number, 'Python number'),
+        (returns_none, 'returned None'),
+        (swapped, 'predictions first'),
+        (under_no_grad, 'no graph'),
+        (loss_after_update, "not this step's"),
+        (to_cpu, "device"),
+        (as_float32, "dtype"),
+        (normalises_x_in_place, 'changed its input'),
+    ])
