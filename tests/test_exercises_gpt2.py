@@ -119,3 +119,28 @@ def test_check_block_state():
 def test_block_state_hints_name_the_input():
     from transformers_scratch.core import CheckError
     with pytest.raises(CheckError, match='for layer 2 of a GPT-2 of e=12, 3 layers, float64'): check_block_state(bs_float)
+
+# --- issue 23: whatever a wrong answer returns, the check gives its own verdict (it never crashes in its own code) ------
+def qkv_nones(w, b): return (None, None, None)
+def qkv_numbers(w, b): return ((1, 2), (3, 4), (5, 6))
+def qkv_raises_bf16(w, b):
+    if w.dtype == torch.bfloat16: raise RuntimeError("no bfloat16 here")
+    return split_qkv(w, b)
+def qkv_vector_w(w, b): return tuple((W[0], B) for W, B in split_qkv(w, b))
+
+def test_split_qkv_odd_answers():
+    assert_check(check_split_qkv, split_qkv, [
+        (lambda w, b: None, 'return three .* got NoneType'), (qkv_nones, 'pair of tensors'), (qkv_numbers, 'pair of tensors'),
+        (qkv_raises_bf16, 'raised RuntimeError'), (qkv_vector_w, 'weight should be')])
+
+def bs_none(sd, i): return None
+def bs_values_none(sd, i): return {k: None for k in block_state(sd, i)}
+def bs_lists(sd, i): return {k: v.tolist() for k, v in block_state(sd, i).items()}
+def bs_int_keys(sd, i): return {**block_state(sd, i), 0: sd[f'h.{i}.ln_1.weight']}
+def bs_scalar(sd, i): return {**block_state(sd, i), 'norm1.bias': sd[f'h.{i}.ln_1.bias'].sum()}
+
+def test_block_state_odd_answers():
+    assert_check(check_block_state, block_state, [
+        (bs_none, 'return a dict .* got NoneType'), (bs_values_none, 'should be a tensor, got NoneType'),
+        (bs_lists, 'should be a tensor, got list'), (bs_int_keys, 'unexpected keys: 0'),
+        (bs_scalar, r'norm1.bias has shape \(\), expected \(8,\)')])

@@ -3,7 +3,6 @@ import torch, torch.nn.functional as F
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.mlm import mask_tokens, masked_lm_loss, masked_accuracy
 from transformers_scratch.checks.mlm import check_mask_tokens, check_masked_lm_loss, check_masked_accuracy
-from transformers_scratch.checks.mlm import *   # the exercise checks
 
 def stub(*args, **kwargs): raise TODO("write it")
 
@@ -52,10 +51,20 @@ def test_mask_tokens():
         (mk(hard_p=0.15), 'p is ignored'),                                            # p hard-coded
         (mk(hard_p=0.5), 'probability p'),                                            # p wrong
         (mk(rnd_hi=lambda x, n: int(x.max()) + 1), 'whole vocabulary'),               # random ids from the batch's range
-        (mk(check_p=False), 'ValueError'),                                            # p=0 accepted
         (mk(float_tgt=True), 'dtype'),                                                # float targets
         (mk(indep=True), 'not selected'),                                             # random ids outside the selection
     ])
+    assert_check(check_mask_tokens, mt_no_p_check)          # no ValueError for a bad p: neither the prose nor the stub asks for one
+
+def mt_no_p_check(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
+    "A right answer that does not validate `p` (the library's does; the exercise does not ask for it)"
+    dev = generator.device if generator is not None else x.device
+    u, r = torch.rand(x.shape, generator=generator, device=dev).to(x.device), torch.rand(x.shape, generator=generator, device=dev).to(x.device)
+    rnd = torch.randint(0, n_tokens, x.shape, generator=generator, device=dev).to(x.device)
+    sel = (x != pad_idx) & ~torch.isin(x, torch.tensor(list(special_ids), dtype=x.dtype, device=x.device)) & (u < p)
+    inp = torch.where(sel & (r < 0.8), torch.full_like(x, mask_idx), x)
+    inp = torch.where(sel & (r >= 0.8) & (r < 0.9), rnd, inp)
+    return inp, torch.where(sel, x, torch.full_like(x, -100))
 
 def _ce(logits, y, **kw): return F.cross_entropy(logits.flatten(0, -2), y.flatten(), **kw)
 
@@ -131,3 +140,39 @@ def mt_cpu(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=N
 def test_mask_tokens_families():
     assert_check(check_mask_tokens, mask_tokens, [
         (mk(rnd_hi=lambda x, n: n + 1), r'lie in \[0, (n_tokens|202)\)'), (mt_cpu, "stay on the inputs' device")])
+
+
+# --- issue 23: whatever a wrong answer returns, the check gives its own verdict (it never crashes in its own code) ------
+def mt_none_without_generator(x, *a, generator=None, **k): return mask_tokens(x, *a, generator=generator, **k) if generator is not None else None
+def mt_one_item(x, *a, **k): return (mask_tokens(x, *a, **k)[0],)
+def mt_tgt_none(x, *a, **k): return mask_tokens(x, *a, **k)[0], None
+def mt_list_tgt(x, *a, **k): inp, tgt = mask_tokens(x, *a, **k); return inp, tgt.tolist()
+def mt_raises_later(x, *a, **k):
+    if x.size(0) > 4: raise ValueError("boom")
+    return mask_tokens(x, *a, **k)
+
+def test_mask_tokens_odd_answers():
+    assert_check(check_mask_tokens, mask_tokens, [
+        (lambda *a, **k: None, r'return a pair \(inputs, targets\), got NoneType'), (mt_one_item, 'got 1 items'),
+        (mt_tgt_none, 'targets should be a tensor, got NoneType'), (mt_list_tgt, 'targets should be a tensor, got list'),
+        (mt_none_without_generator, r'\(with the default generator\), got NoneType'), (mt_raises_later, 'raised ValueError')])
+
+def test_masked_lm_loss_odd_answers():
+    assert_check(check_masked_lm_loss, masked_lm_loss, [
+        (lambda l, y: None, 'should be a tensor, got NoneType'), (lambda l, y: float(masked_lm_loss(l, y)), 'got float'),
+        (lambda l, y: F.cross_entropy(l.flatten(0, -2), y.flatten(), reduction='none'), 'should have shape'),
+        (lambda l, y: masked_lm_loss(l, y) if l.size(0) != 2 else None, 'non-contiguous'),
+        (lambda l, y: masked_lm_loss(l, y) if not l.requires_grad else None, 'no gradient')])
+
+def acc_argmax_2(l, y):                     # right for (b, t, v), an IndexError for the (n, v) logits of the selected positions
+    sel = y != -100
+    return ((l.argmax(2) == y) & sel).sum().float() / sel.sum().clamp(min=1).float()
+def acc_3d_only(l, y): return masked_accuracy(l, y) if l.dim() == 3 else torch.tensor(0.5)
+def acc_dtype(l, y): return masked_accuracy(l, y).to(l.dtype)
+
+def test_masked_accuracy_odd_answers():
+    assert_check(check_masked_accuracy, masked_accuracy, [
+        (lambda l, y: None, 'should be a tensor, got NoneType'), (lambda l, y: float(masked_accuracy(l, y)), 'got float'),
+        (lambda l, y: (l.argmax(-1) == y).float(), 'should have shape'), (acc_argmax_2, r'raised IndexError on \(\(17, 13\)'),
+        (acc_3d_only, r'\(n, v\).*wrong'), (acc_dtype, "dtype torch.float32, whatever the logits' dtype"),
+        (lambda l, y: masked_accuracy(l, y) if l.size(0) else None, 'empty batch')])

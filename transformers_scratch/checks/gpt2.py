@@ -67,7 +67,7 @@ def _qkv_wrong(W, B, w, b, i, h, at):
            "block: b is [bq | bk | bv], split like the weight's columns")
     expect(False, f"{at}: the {name} bias is wrong: it is b[{i}*e:{i + 1}*e]")
 
-@checker
+@checker(solution='gpt2.split_qkv')
 def check_split_qkv(fn):
     "Check `fn(w, b)`: Hugging Face's `c_attn` weight (e, 3e) and bias (3e,) -> ((wq, bq), (wk, bk), (wv, bv)), nn.Linear's layout"
     run = Runs(fn)                                     # w and b must be left as they were; a crash names the input it hit
@@ -182,7 +182,7 @@ def _block_hint(run, out, ref, sd, i, depth, k, at):
         if j != i: expect(not torch.equal(o, _ref_block_state(sd, j)[k]), f"{at}: {k} comes from layer {j}, not {i}: read the tensors h.{i}.*")
     expect(False, f"{at}: {k} has the wrong values (see the table of names above)")
 
-@checker
+@checker(solution='gpt2.block_state')
 def check_block_state(fn):
     "Check `fn(sd, i)`: layer `i` of Hugging Face GPT-2 tensors `sd` -> the state dict of our `TransformerBlock`"
     run = Runs(_keeps_dict(fn), on_error=_bs_error)    # sd and its tensors must be left as they were
