@@ -8,7 +8,19 @@ __all__ = ['MAX_EPOCHS', 'MAX_EMB', 'MAX_HEADS', 'MAX_DEPTH', 'MAX_SEQ_LEN', 'MA
            'handout_nb', 'make_handout']
 
 # %% ../nbs/90_cli.ipynb #be93b3c0
-import os, sys, json, math, argparse, warnings
+import os, sys, signal
+
+def _interrupted_starting(signum, frame):
+    "Ctrl-C while `tfs` starts (Python importing torch): one line and exit 130 at once; nothing has been written yet"
+    try: os.write(2, b"tfs: interrupted (Ctrl-C) while starting; nothing was written\n")
+    except OSError: pass
+    os._exit(130)
+
+# the console script `tfs`: Ctrl-C before torch is imported (a KeyboardInterrupt inside its import can abort the process)
+if os.path.basename(sys.argv[0] if sys.argv else '') in ('tfs', 'tfs.exe') and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_starting)
+
+import json, math, argparse, warnings
 
 # %% ../nbs/90_cli.ipynb #9bf8d6f2
 class CLIError(Exception):
@@ -100,14 +112,46 @@ def _parser():
 # %% ../nbs/90_cli.ipynb #3de97b97
 MIN_TEMPERATURE = 1e-4   # as `lm.MIN_TEMPERATURE`: below it logits / temperature overflow
 
+_NAMES = {'model': 'give a model file', 'encoder': 'give an encoder saved by `tfs pretrain --out`',
+          'gpt2': 'give a hub name (gpt2, gpt2-medium, gpt2-large, gpt2-xl) or a folder', 'out': 'give a file name',
+          'src': 'give the folder of notebooks', 'dest': 'give a folder'}   # flags that name a file, a folder or a model
+_TEXTS = {'predict': ('text', 'the text to classify'), 'generate': ('prompt', '--prompt'), 'translate': ('sentence', 'the sentence')}
+
+def _not_utf8(s):
+    "Where text `s` (from the command line: undecodable bytes became surrogates) is not UTF-8, in words; None if it is"
+    try: s.encode('utf-8'); return None
+    except UnicodeEncodeError as e:
+        c = ord(s[e.start])
+        return f"byte 0x{c - 0xdc00:02x} at character {e.start}" if 0xdc80 <= c <= 0xdcff else f"character {e.start}"
+
+def _same_file(a, b):
+    "Do paths `a` and `b` name one file (the same path, or links to one file)?"
+    try: return os.path.samefile(a, b)
+    except OSError: return os.path.realpath(a) == os.path.realpath(b)
+
 def _validate(a):
     "Check the arguments, and that the outputs can be written, before any work"
     from transformers_scratch.checkpoints import validate_output, validate_folder
+    err = lambda m: CLIError(f"tfs {a.cmd}: error: {m}")
+    for k, want in _NAMES.items():
+        v = getattr(a, k, None)
+        if isinstance(v, str) and not v.strip(): raise err(f"--{k} is empty: {want}")   # '' would mean "not given": no silent default
+    if a.cmd in _TEXTS:
+        k, name = _TEXTS[a.cmd]
+        where = _not_utf8(getattr(a, k)) if getattr(a, k) is not None else None
+        if where: raise err(f"{name} is not valid UTF-8 text ({where})")
+    out = getattr(a, 'out', None)
+    for k in ('model', 'encoder'):
+        v = getattr(a, k, None)
+        if out and v and _same_file(out, v):
+            raise err(f"--out {out!r} is the --{k} file: saving would replace the {k} being read; give another --out")
+    g = getattr(a, 'gpt2', None)
+    if out and g and os.path.isdir(g) and os.path.exists(out) and os.path.commonpath([os.path.realpath(g), os.path.realpath(out)]) == os.path.realpath(g):
+        raise err(f"--out {out!r} is a file of the --gpt2 folder {g!r}; give a path outside it")
     if a.cmd == 'classify' and a.emb and a.heads and a.emb % a.heads:
-        raise CLIError(f"tfs classify: error: --heads ({a.heads}) must divide --emb ({a.emb})")
-    if a.cmd == 'predict' and not a.text.strip(): raise CLIError("tfs predict: error: the text to classify is empty")
+        raise err(f"--heads ({a.heads}) must divide --emb ({a.emb})")
+    if a.cmd == 'predict' and not a.text.strip(): raise err("the text to classify is empty")
     if a.cmd == 'generate':
-        err = lambda m: CLIError(f"tfs generate: error: {m}")
         if not (math.isfinite(a.temperature) and a.temperature >= MIN_TEMPERATURE):
             raise err(f"--temperature must be a number >= {MIN_TEMPERATURE}, got {a.temperature}; for greedy decoding use --top-k 1")
         if a.top_k is not None and not 1 <= a.top_k <= 10**6: raise err(f"--top-k must be in [1, 1,000,000], got {a.top_k}")
@@ -115,15 +159,13 @@ def _validate(a):
         if a.n is not None and not 0 <= a.n <= MAX_N: raise err(f"--n must be in [0, {MAX_N:,}], got {a.n:,}")
         if a.prompt is not None and not a.prompt: raise err("--prompt is empty")
     if a.cmd == 'translate': _translate_validate(a)
-    out = getattr(a, 'out', None)
     if a.cmd in ('classify', 'generate', 'translate', 'pretrain') and out is not None:
         try: validate_output(out, '--out')
-        except ValueError as e: raise CLIError(f"tfs {a.cmd}: error: {e}") from None
+        except ValueError as e: raise err(e) from None
     if a.cmd == 'classify' and not a.encoder:
         from transformers_scratch.classify import cache_dir
         try: validate_folder(cache_dir(), 'TFS_CACHE')
-        except ValueError as e: raise CLIError(f"tfs classify: error: {e} (TFS_CACHE is where tokenized texts are cached)") from None
-
+        except ValueError as e: raise err(f"{e} (TFS_CACHE is where tokenized texts are cached)") from None
 
 # %% ../nbs/90_cli.ipynb #85178fb5
 def _run(a):
@@ -212,25 +254,39 @@ def _translate_run(a):
             print(f"tfs: note: a sentence has {n} tokens; the model reads the first {tr.model.seq_len}", file=sys.stderr)
             noted = True
         return tr(s, beam)
-    if a.sentence is not None: print(one(a.sentence), flush=True); return None
+    if a.sentence is not None: _emit(one(a.sentence), 'translate'); return None
     n = 0
-    for line in sys.stdin:
-        print(one(line) if line.strip() else '', flush=True)
+    for line in _stdin_lines('translate'):
+        _emit(one(line) if line.strip() else '', 'translate')
         n += bool(line.strip())
     if not n: raise CLIError("tfs translate: error: no sentence to translate on standard input")
 
+def _stdin_lines(cmd):
+    "Standard input a line at a time, decoded as UTF-8: one error line for a closed input or a line that is not UTF-8"
+    err = lambda m: CLIError(f"tfs {cmd}: error: standard input{m}")
+    if _closed(sys.stdin): raise err(" is closed: give the sentence as an argument, or pipe lines in")
+    for i, line in enumerate(getattr(sys.stdin, 'buffer', sys.stdin), 1):   # bytes: decoded here, strictly
+        try:
+            if isinstance(line, bytes): line = line.decode('utf-8')
+            else: line.encode('utf-8')               # a text stream (a notebook, a test): bytes it could not decode are surrogates
+        except UnicodeError as e:
+            where = f"byte 0x{line[e.start]:02x} at {e.start}" if isinstance(line, bytes) else _not_utf8(line)
+            raise err(f", line {i}: not valid UTF-8 text ({where}); nothing after it was translated") from None
+        yield line
 
 # %% ../nbs/90_cli.ipynb #b45bf29a
 def _one_line(e): return ' '.join(str(e).split())
 
-def _stdout_closed():
-    "Is standard output closed (`>&-`)? Python then sets `sys.stdout` to None, and `print` would lose the results silently"
-    if sys.stdout is None: return True
-    try: fd = sys.stdout.fileno()
+def _closed(f):
+    "Is standard stream `f` closed (`>&-`, `<&-`)? Python then sets it to None"
+    if f is None: return True
+    try: fd = f.fileno()
     except (AttributeError, ValueError, OSError): return False   # captured (pytest, a notebook): not a real file
     try: os.fstat(fd)
     except OSError: return True
     return False
+
+def _stdout_closed(): return _closed(sys.stdout)
 
 def _fail(msg, code=2):
     try: print(msg, file=sys.stderr, flush=True)
@@ -238,21 +294,73 @@ def _fail(msg, code=2):
     sys.exit(code)
 
 def _quiet_stdout():
-    "After a broken pipe: point fd 1 at /dev/null, so that Python's flush at exit does not print a second error"
+    "After a broken pipe or a failed write: point fd 1 at /dev/null, so that Python's flush at exit does not print a second error"
     try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (AttributeError, ValueError, OSError): pass
 
+def _stdout_fails():
+    "Does writing standard output fail (a full disk, `> /dev/full`)? Asked by flushing what it still holds"
+    try: sys.stdout.flush(); return False
+    except BrokenPipeError: return False
+    except (OSError, ValueError, AttributeError): return True
+
+def _emit(line, cmd):
+    "Print `line` on standard output at once; a write that fails is one error line naming standard output"
+    try: print(line, flush=True)
+    except BrokenPipeError: raise
+    except OSError as e:
+        _quiet_stdout()
+        raise CLIError(f"tfs {cmd}: error: standard output: the results could not be written ({e.strerror or e})") from None
+
+def _finite(o, bad, where=''):
+    "`o` with every NaN or infinite float replaced by None (JSON has no NaN), the places of those in `bad`"
+    if isinstance(o, float) and not math.isfinite(o): bad.append(where or 'the result'); return None
+    if isinstance(o, dict): return {k: _finite(v, bad, f"{where}.{k}" if where else str(k)) for k, v in o.items()}
+    if isinstance(o, (list, tuple)): return [_finite(v, bad, f"{where}[{i}]") for i, v in enumerate(o)]
+    return o
+
+def _json_line(res):
+    "The results as one line of strict JSON: a NaN or infinity becomes null, said on stderr (naming the key)"
+    bad = []
+    res = _finite(res, bad)
+    if bad: print(f"tfs: note: {', '.join(bad[:5])}{' and more' if len(bad) > 5 else ''} {'is' if len(bad) == 1 else 'are'} "
+                  "not a finite number (NaN or infinity); written as null", file=sys.stderr)
+    return json.dumps(res, allow_nan=False)
+
+def _named(e, a):
+    "The message of `e` in one line, with the model it came from when it names neither that file nor a data file"
+    msg = _one_line(e)
+    if a is None or type(e).__name__ == 'DataFileError' or isinstance(e, OSError): return msg
+    for k in ('model', 'encoder', 'gpt2'):
+        p = getattr(a, k, None)
+        if p and os.path.basename(os.path.normpath(p)) not in msg: return f"{msg} (with --{k} {p!r})"
+    return msg
+
+def _modules(a):
+    "The library's modules subcommand `a.cmd` needs (they import torch and fastai)"
+    g, e = getattr(a, 'gpt2', None), getattr(a, 'encoder', None)
+    return {'handout': [], 'classify': ['classify'] + ['gpt2'] * bool(g) + ['pretrain'] * bool(e), 'predict': ['classify', 'gpt2'],
+            'generate': ['gpt2' if g else 'lm'], 'translate': ['translate'], 'pretrain': ['pretrain']}[a.cmd]
+
+def _start(a):
+    "Import what the subcommand needs while Ctrl-C still exits at once; then let Ctrl-C raise, so that a save in progress is cleaned up"
+    import importlib
+    for m in _modules(a): importlib.import_module(f'transformers_scratch.{m}')
+    if signal.getsignal(signal.SIGINT) is _interrupted_starting: signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def main(argv=None):
     "Entry point of the `tfs` console script"
+    a = None
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', category=UserWarning, module=r'torch(\.|$)')   # torch's notes to developers
             a = _parser().parse_args(argv)
             if _stdout_closed(): raise CLIError(f"tfs {a.cmd}: error: standard output is closed; the results are written there "
                                                 "(redirect it to a file or /dev/null)")
+            _start(a)
             _validate(a)
             res = _run(a)
-            if res is not None: print(json.dumps(res))
+            if res is not None: _emit(_json_line(res), a.cmd)
             if sys.stdout is not None: sys.stdout.flush()
     except CLIError as e: _fail(str(e))
     except KeyboardInterrupt: _fail("tfs: interrupted (Ctrl-C); no output file was half-written", 130)
@@ -263,7 +371,10 @@ def main(argv=None):
         if not isinstance(e, MemoryError) and type(e).__name__ != 'OutOfMemoryError': raise
         _fail(f"tfs: error: out of memory ({_one_line(e)[:160]}); choose smaller sizes")
     except (ValueError, FileNotFoundError, OSError) as e:   # the messages name the parameter or the file
-        _fail(f"tfs: error: {_one_line(e)}")
+        if isinstance(e, OSError) and e.filename is None and _stdout_fails():   # a progress bar's write to a full disk...
+            _quiet_stdout()
+            _fail(f"tfs: error: standard output: the results could not be written ({e.strerror or e})")
+        _fail(f"tfs: error: {_named(e, a)}")
 
 # %% ../nbs/90_cli.ipynb #f0e54eef
 import os, re, ast, copy, shutil, tempfile
@@ -406,10 +517,26 @@ def _check_dest(src, dest):
     for p in [d] + list(d.parents):
         if p.exists() and not p.is_dir(): raise ValueError(f"dest: {str(p)!r} is a file, not a folder")
 
+def _umask():   # as `checkpoints._umask`: the handout writer does not import torch
+    m = os.umask(0); os.umask(m)
+    return m
+
+def _carry(old, new):
+    "Hard-link (or copy) into `new` what folder `old` holds besides notebooks: the user's own files survive the swap"
+    for q in old.iterdir():
+        if q.suffix == '.ipynb' and (q.is_file() or q.is_symlink()): continue   # a notebook: written anew, or stale and dropped
+        if q.is_dir() and not q.is_symlink(): shutil.copytree(q, new/q.name, symlinks=True, copy_function=_link_or_copy)
+        else: _link_or_copy(q, new/q.name)
+
+def _link_or_copy(a, b):
+    if os.path.islink(a): return os.symlink(os.readlink(a), b)
+    try: os.link(a, b)
+    except OSError: shutil.copy2(a, b)
+
 def make_handout(src='nbs',          # folder of lesson notebooks
                  dest='handout',     # folder to write the handout edition to
                 ):
-    "Write the learner's edition of every notebook in `src` to `dest`, all or nothing; returns the paths"
+    "Write the learner's edition of every notebook in `src` to `dest`, all or nothing: built in a temporary folder that then takes `dest`'s place; returns the paths"
     src, dest = Path(src), Path(dest)
     if not src.is_dir(): raise FileNotFoundError(f"src: no notebook folder at {str(src)!r}; {_GET}")
     nbs = sorted(src.glob('*.ipynb'))
@@ -425,13 +552,25 @@ def make_handout(src='nbs',          # folder of lesson notebooks
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
             raise ValueError(f"src: {str(p)!r} is not a lesson notebook the handout can be written from: {msg}") from None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{dest.name}-', dir=dest.parent))
+    real = dest.resolve()                 # a link to a folder: the folder it points to is replaced, the link stays
+    for n in out:
+        if (real/n).exists() and not (real/n).is_file(): raise ValueError(f"dest: {str(dest/n)!r} is a folder, not a notebook; nothing was changed")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{real.name}-', dir=real.parent))
+    old = tmp.with_name(tmp.name + '-old')
     try:
-        for n, text in out.items(): (tmp/n).write_text(text, encoding='utf-8')
-        if not dest.exists(): os.replace(tmp, dest)                         # a new folder: renamed into place at once
-        else:
-            for n in out: os.replace(tmp/n, dest/n)                         # an existing one: each notebook replaced whole
+        try:
+            if real.exists(): _carry(real, tmp)
+            for n, text in out.items(): (tmp/n).write_text(text, encoding='utf-8')
+            os.chmod(tmp, real.stat().st_mode & 0o7777 if real.exists() else 0o777 & ~_umask())
+        except OSError as e:
+            raise OSError(e.errno, f"dest: could not write the handout for {str(dest)!r} ({e.strerror or e}); nothing was changed there") from None
+        if real.exists():
+            os.rename(real, old)          # the swap: the old folder aside, the new one in its place, then the old one removed
+            try: os.rename(tmp, real)
+            except BaseException: os.rename(old, real); raise
+            shutil.rmtree(old, ignore_errors=True)
+        else: os.rename(tmp, real)
     finally:
-        if tmp.exists(): shutil.rmtree(tmp)
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return [dest/n for n in out]
