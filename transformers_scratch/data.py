@@ -166,10 +166,26 @@ def _read_text(p, expected='a UTF-8 text file', opener=open):
     if not s.strip(): raise _bad(p, expected + '; it is empty')
     return s
 
+def _texts(df, p, expected='a CSV of labelled texts'):
+    "`df` (columns `label`, `text`) after refusing empty texts or labels: a classifier would train on them without a word"
+    for c in ('text', 'label'):
+        empty = df[c].isna() | df[c].astype(str).str.strip().eq('')
+        if empty.any(): raise _bad(p, f"{expected}: {int(empty.sum()):,} of its {len(df):,} {c}s are empty (the first in row {int(empty.values.argmax()) + 1})")
+    return df
+
+def _classes(df, p, expected='a CSV of labelled texts'):
+    "`df` after refusing a single class: the model would learn to say it always, with an accuracy of 1.0"
+    labels = df.label.unique()
+    if len(labels) < 2: raise _bad(p, f"{expected}: every text has the label {str(labels[0])!r}, and a classifier needs two classes at least")
+    return df
+
 def imdb_sample_df():
     "IMDB_SAMPLE: 1,000 reviews with columns `label`, `text`, `is_valid` (800 train, 200 valid)"
-    df = _read_csv(data_path('imdb_sample')/'texts.csv', ['label', 'text', 'is_valid'])
-    if df.is_valid.dtype != bool: raise _bad(data_path('imdb_sample')/'texts.csv', 'IMDB_SAMPLE (is_valid must be True/False)')
+    p = data_path('imdb_sample')/'texts.csv'
+    df = _classes(_texts(_read_csv(p, ['label', 'text', 'is_valid']), p), p)
+    if df.is_valid.dtype != bool: raise _bad(p, 'IMDB_SAMPLE (is_valid must be True/False)')
+    for valid, rows in ((False, 'training'), (True, 'validation')):
+        if not (df.is_valid == valid).any(): raise _bad(p, f"IMDB_SAMPLE: it has no {rows} rows (is_valid is {not valid} on every row)")
     return df
 
 # %% ../nbs/10_data.ipynb #cb4ba7a4
@@ -188,9 +204,9 @@ def imdb_df(splits=('train', 'test')):
     for split in splits:
         if split not in ('train', 'test'): raise ValueError(f"splits: expected 'train' and/or 'test', got {split!r}")
         parts = sorted(p.glob(f'{split}-*.csv.gz'))
-        d = pd.concat([_read_csv(f, ['label', 'text'])[['label', 'text']] for f in parts]) if parts else _imdb_folder(p, split)
+        d = pd.concat([_texts(_read_csv(f, ['label', 'text'])[['label', 'text']], f) for f in parts]) if parts else _imdb_folder(p, split)
         dfs.append(d.assign(is_valid=split == 'test'))
-    return pd.concat(dfs, ignore_index=True)
+    return _classes(pd.concat(dfs, ignore_index=True), p, 'the IMDB reviews')
 
 # %% ../nbs/10_data.ipynb #e8f9c0c7
 def ag_news_df(valid_pct=0.2, seed=42):
