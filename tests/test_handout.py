@@ -120,3 +120,36 @@ def test_existing_handout_updated_in_place(tmp_path):
     assert r.returncode == 0, r.stderr
     assert listing(dest) == ['01_ok.ipynb', 'README.txt'] and (dest/'README.txt').read_text() == 'mine'
     assert not [p for p in tmp_path.iterdir() if p.name.startswith('.')]     # no temporary folder left
+
+def snapshot(d): return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else 'dir') for p in sorted(d.rglob('*'))}
+
+def test_existing_handout_is_swapped_whole(tmp_path):
+    "Notebooks the writer no longer writes are gone after the swap; your own files (and folders) are carried over"
+    src = lesson(tmp_path)
+    dest = tmp_path/'handout'; (dest/'mine').mkdir(parents=True)
+    (dest/'99_removed_lesson.ipynb').write_text('{}'); (dest/'01_ok.ipynb').write_text('old'); (dest/'mine'/'notes.md').write_text('x')
+    r = tfs('handout', '--src', str(src), '--dest', str(dest))
+    assert r.returncode == 0, r.stderr
+    assert listing(dest) == ['01_ok.ipynb', 'mine', 'mine/notes.md'] and (dest/'mine'/'notes.md').read_text() == 'x'
+    assert (dest/'01_ok.ipynb').read_text() != 'old' and sorted(p.name for p in tmp_path.iterdir()) == ['handout', 'nbs']
+
+def test_a_folder_where_a_notebook_goes_leaves_dest_as_it_was(tmp_path):
+    "One notebook name is a folder in an existing --dest: refused in one line before anything is written"
+    src = lesson(tmp_path, '02_two.ipynb', (ROOT/'nbs'/'02_masks.ipynb').read_text(encoding='utf-8'))
+    dest = tmp_path/'handout'; (dest/'02_two.ipynb').mkdir(parents=True); (dest/'01_ok.ipynb').write_text('old')
+    (dest/'02_two.ipynb'/'inside').write_text('keep')
+    before = snapshot(tmp_path)
+    refused(tfs('handout', '--src', str(src), '--dest', str(dest)), '02_two.ipynb', 'is a folder, not a notebook')
+    assert snapshot(tmp_path) == before
+
+def test_a_write_fault_leaves_dest_as_it_was(tmp_path):
+    "A full disk (stand-in: RLIMIT_FSIZE) halfway through the writing: one line naming --dest, the old handout intact"
+    src = lesson(tmp_path, '02_two.ipynb', (ROOT/'nbs'/'02_masks.ipynb').read_text(encoding='utf-8'))
+    dest = tmp_path/'handout'; dest.mkdir(); (dest/'01_ok.ipynb').write_text('old'); (dest/'00_stale.ipynb').write_text('stale')
+    before = snapshot(tmp_path)
+    small = min(len(json.dumps(json.loads((src/n).read_text()))) for n in ('01_ok.ipynb', '02_two.ipynb')) // 2   # one notebook fails
+    import resource
+    r = subprocess.run(['tfs', 'handout', '--src', str(src), '--dest', str(dest)], capture_output=True, text=True,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (small, small)))
+    refused(r, 'could not write the handout', 'handout', 'nothing was changed')
+    assert snapshot(tmp_path) == before
