@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['MAX_RATIO', 'MAX_RECORDS', 'VOCAB_KEYS', 'LIMITS', 'atomic_write', 'validate_output', 'validate_folder',
-           'save_checkpoint', 'check_archive', 'load_checkpoint', 'model_bytes', 'validate_config']
+           'save_checkpoint', 'validate_archive', 'load_checkpoint', 'model_bytes', 'validate_config']
 
 # %% ../nbs/00b_checkpoints.ipynb #c565715a
 import os, io, contextlib, tempfile, warnings, math, zipfile
@@ -112,7 +112,7 @@ def _ram():
 
 def _size(n): return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
-def check_archive(path,             # a file `torch.save` wrote: a zip archive, one record per tensor
+def validate_archive(path,             # a file `torch.save` wrote: a zip archive, one record per tensor
                   max_bytes=None,   # the most its records may inflate to, in all (default: half this machine's memory)
                   what='model', expected='a checkpoint',   # for the error messages, as in `load_checkpoint`
                  ):
@@ -142,6 +142,9 @@ def check_archive(path,             # a file `torch.save` wrote: a zip archive, 
     if total > budget: raise bad(f"its records declare {_size(total)} in all, more than the {_size(budget)} allowed")
     return total
 
+# %% ../nbs/00b_checkpoints.ipynb #5a7e0c0a
+check_archive = validate_archive   # its first name, still imported by 24_gpt2: validators are `validate_*`, `check_*` are exercise checks
+
 # %% ../nbs/00b_checkpoints.ipynb #cedab98c
 def _why_not(p, e):
     "Why `torch.load(p, weights_only=True)` raised `e`, in a few words"
@@ -168,13 +171,13 @@ def load_checkpoint(path, format,   # the file; the `format` tag it must carry
                     hint=None,      # added to the error about a missing file, e.g. how to make one
                     keys=(),        # the keys the checkpoint must have besides `format` and `state_dict`
                     lists=VOCAB_KEYS,  # keys that, where present, must hold a non-empty list of strings
-                    max_bytes=None, # the most its records may inflate to (`check_archive`; default: half this machine's memory)
+                    max_bytes=None, # the most its records may inflate to (`validate_archive`; default: half this machine's memory)
                    ):
-    "The dict `save_checkpoint` wrote to `path`, on the CPU, read with `weights_only=True` (no code runs) after `check_archive`; one-line errors for a missing, corrupt, oversized or foreign file, vocabularies that are not lists of strings, weights that are not finite"
+    "The dict `save_checkpoint` wrote to `path`, on the CPU, read with `weights_only=True` (no code runs) after `validate_archive`; one-line errors for a missing, corrupt, oversized or foreign file, vocabularies that are not lists of strings, weights that are not finite"
     p = Path(path)
     if p.is_dir(): raise ValueError(f"{what}: {str(p)!r} is a folder, not {expected}")
     if not p.is_file(): raise FileNotFoundError(f"{what}: no such file {str(p)!r}" + (f"; {hint}" if hint else ''))
-    check_archive(p, max_bytes, what, expected)   # sizes from the zip's directory, before anything is inflated
+    validate_archive(p, max_bytes, what, expected)   # sizes from the zip's directory, before anything is inflated
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')   # torch's notes about pickle protocols of files it is refusing anyway
