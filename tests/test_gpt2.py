@@ -204,10 +204,11 @@ def test_load_gpt2_classifier_errors(tmp_path):
     tok = gpt2_tokenizer(folder)
     good = dict(config=read_gpt2_config(folder/'config.json'), tokenizer=tok.files, classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)
     m = GPT2Classifier(load_gpt2(folder), 2, tok.eos_id)
-    for name, bad, pat in (('classes', dict(classes=[]), 'damaged: classes'), ('tok', dict(tokenizer={'vocab.json': '{'}), r'damaged: tokenizer'),
+    for name, bad, pat in (('classes', dict(classes=[]), 'damaged: classes'),
+                           ('tok', dict(tokenizer={'vocab.json': '{'}), r"expected tokenizer.json, or vocab.json and merges.txt in '.*tok.pt'"),
                            ('tok2', dict(tokenizer={}), 'damaged: tokenizer'), ('len', dict(seq_len=-1), 'damaged: seq_len=-1'),
-                           ('cfg', dict(config={'model_type': 'bert'}), "damaged: config: config: model_type is 'bert'"),
-                           ('huge', dict(config={**good['config'], 'n_embd': 2**19, 'n_head': 1}), 'GiB of weights'),
+                           ('cfg', dict(config={'model_type': 'bert'}), r"cfg.pt' is not a GPT-2 classifier .* \(model_type is 'bert', expected 'gpt2'"),
+                           ('huge', dict(config={**good['config'], 'n_embd': 2**16, 'n_head': 1}), r'damaged: config n_embd=65536.* GiB of memory'),
                            ('shape', dict(classes=['a', 'b', 'c']), 'does not match its configuration')):
         save_checkpoint(tmp_path/f'{name}.pt', 'transformers_scratch.gpt2_classify/1', m, **{**good, **bad})
         with pytest.raises(ValueError, match=pat) as e: load_gpt2_classifier(tmp_path/f'{name}.pt')

@@ -4,9 +4,10 @@
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'AWD_QUICK', 'CropText', 'cache_dir', 'numericalize_df', 'IdsNumericalize',
-           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
+           'LengthSortedDL', 'validate_texts', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
            'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'device_memory', 'training_bytes',
-           'run_classify', 'save_classifier', 'load_classifier', 'predict_text', 'awd_lstm_learner', 'fit_and_score']
+           'validate_precision', 'run_classify', 'save_classifier', 'load_classifier', 'predict_text',
+           'awd_lstm_learner', 'fit_and_score']
 
 # %% ../nbs/11_classify.ipynb #ed611a27
 import os, sys, time, random, warnings, hashlib, json
@@ -27,7 +28,7 @@ from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_folder, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, check_archive, validate_output, validate_folder, validate_config
 from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
@@ -64,6 +65,24 @@ def _token_key(df, max_vocab, min_freq, vocab=None):
     return h.hexdigest()[:24]
 
 # %% ../nbs/11_classify.ipynb #6aed9251
+def _read_cache(path, n_rows, vocab=None, max_vocab=30000):
+    "The token ids and vocabulary of cache file `path`, checked against `n_rows` texts and `vocab`: a `ValueError` says what is wrong"
+    check_archive(path, what='cache', expected='a token cache')     # sizes from the zip's directory: nothing inflated yet
+    with np.load(path) as z:                                        # arrays only: `allow_pickle` stays False
+        missing = sorted({'ids', 'offsets', 'vocab'} - set(z.files))
+        if missing: raise ValueError(f"no {', '.join(missing)}")
+        ids, offs, v = z['ids'], z['offsets'], z['vocab']
+    if ids.ndim != 1 or ids.dtype != np.int32: raise ValueError(f"ids of shape {ids.shape} and type {ids.dtype}, not one int32 array")
+    if offs.ndim != 1 or offs.dtype.kind not in 'iu' or len(offs) != n_rows + 1 or offs[0] != 0 or offs[-1] != len(ids) or (np.diff(offs) < 0).any():
+        raise ValueError(f"its offsets do not cut its {len(ids):,} ids into {n_rows:,} texts")
+    if v.ndim != 1 or v.dtype.kind != 'U' or not len(v): raise ValueError("its vocabulary is not a list of strings")
+    v = v.tolist()
+    if vocab is not None and v != list(vocab): raise ValueError("its vocabulary is not the one given")
+    if vocab is None and len(v) > max_vocab + 8: raise ValueError(f"{len(v):,} words, more than max_vocab={max_vocab:,}")
+    if len(ids) and (ids.min() < 0 or ids.max() >= len(v)):
+        raise ValueError(f"ids from {ids.min():,} to {ids.max():,}, outside its vocabulary of {len(v):,} words")
+    return np.split(ids, offs[1:-1]), v
+
 def numericalize_df(df,               # DataFrame with columns `text` and `is_valid`
                     max_vocab=30000,  # at most this many words in the vocabulary
                     min_freq=3,       # keep the words seen at least this often in all the texts (validation too, as fastai)
@@ -75,10 +94,10 @@ def numericalize_df(df,               # DataFrame with columns `text` and `is_va
     if cache:
         path = (cache_dir() if cache is True else Path(cache))/f'tokens-{_token_key(df, max_vocab, min_freq, vocab)}.npz'
         if path.is_file():
-            try:
-                with np.load(path) as z: ids, offs, vocab = z['ids'], z['offsets'], z['vocab'].tolist()
-                return np.split(ids, offs[1:-1]), vocab
-            except Exception: pass   # a damaged file: tokenize again and overwrite it
+            try: return _read_cache(path, len(df), vocab, max_vocab)
+            except Exception as e:   # a damaged or forged file: said, then tokenized again and overwritten
+                print(f"tfs: note: the token cache {path} is damaged ({' '.join(str(e).split())[:160]}); tokenizing the texts again",
+                      file=sys.stderr)
     toks = tokenize_df(df[['text']].reset_index(drop=True), 'text')[0].text
     if vocab is None:
         counts = Counter(t for o in toks for t in o)   # all the texts, as fastai's `TextBlock` counts them
@@ -112,6 +131,18 @@ class LengthSortedDL(SortedDL):
         super().__init__(dataset, sort_func=sort_func, res=res, **kwargs)
 
 # %% ../nbs/11_classify.ipynb #738ab812
+def validate_texts(df,          # a DataFrame with columns `text` and `label`
+                   what='df',   # named in the error
+                  ):
+    "`df` after refusing what would train without a word: an empty text or label, or a single class (learnt as 'always say it', accuracy 1.0)"
+    if df.empty: raise ValueError(f"{what}: no rows")
+    for c in ('text', 'label'):
+        empty = (df[c].isna() | df[c].astype(str).str.strip().eq('')).values
+        if empty.any(): raise ValueError(f"{what}: {int(empty.sum()):,} of its {len(df):,} {c}s are empty (the first in row {int(empty.argmax()):,}); remove those rows")
+    labels = df.label.unique()
+    if len(labels) < 2: raise ValueError(f"{what}: every text has the label {str(labels[0])[:40]!r}: a classifier needs two classes at least")
+    return df
+
 def text_dls(df,              # DataFrame with columns `text`, `label`, `is_valid`
              seq_len=128,     # crop texts to at most this many tokens
              bs=32,           # batch size
@@ -126,6 +157,7 @@ def text_dls(df,              # DataFrame with columns `text`, `label`, `is_vali
     missing = {'text', 'label', 'is_valid'} - set(df.columns)
     if missing: raise KeyError(f"df: missing column(s) {sorted(missing)}; expected text, label and is_valid")
     if not df.is_valid.any() or df.is_valid.all(): raise ValueError("df: is_valid must mark some rows, not all, for validation")
+    validate_texts(df)
     ids, vocab = numericalize_df(df, max_vocab, cache=cache, vocab=vocab)
     items = df[['label', 'is_valid']].reset_index(drop=True).assign(
         text=pd.Series(ids, dtype=object), text_length=[len(o) for o in ids])   # uncropped, as fastai sorts
@@ -273,8 +305,8 @@ def _check_size(cfg, dev):
         raise ValueError(f"emb, depth, seq_len: emb={cfg['emb']}, depth={cfg['depth']}, seq_len={cfg['seq_len']} need about "
                          f"{need / 2**30:,.0f} GiB to train, more than the {dev.type}'s {have / 2**30:,.0f} GiB; choose smaller sizes")
 
-def _check_precision(precision, dev):
-    "Mixed precision needs CUDA: refuse it elsewhere, rather than train in fp32 and report fp16"
+def validate_precision(precision, dev):
+    "Mixed precision needs CUDA: refuse it elsewhere, rather than train in fp32 and report fp16 (every `tfs classify` path asks this)"
     if precision not in ('auto', 'bf16', 'fp16', 'fp32'):
         raise ValueError(f"precision: expected 'auto', 'bf16', 'fp16' or 'fp32', got {precision!r}")
     if precision in ('bf16', 'fp16') and torch.device(dev).type != 'cuda':
@@ -302,7 +334,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
         if v is not None: cfg[k] = v
     _validate_args(data, cfg['epochs'], cfg['emb'], cfg['heads'], pos)
     dev = launch_device()   # this process's own GPU under a multi-process launcher (torchrun), else default_device()
-    _check_precision(precision, dev)
+    validate_precision(precision, dev)
     _check_size(cfg, dev)
     out = validate_output(out or f'models/classify-{name}.pt', 'out').absolute()   # before the work, not after it
     if cache: validate_folder(cache_dir() if cache is True else cache, 'TFS_CACHE' if cache is True else 'cache')
@@ -362,8 +394,11 @@ def _checked(ck, p):
     if not isinstance(c, dict) or any(k not in c or not isinstance(c[k], t) for k, t in _CONFIG.items()): raise bad('config')
     if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab): raise bad('vocab')
     if not isinstance(classes, list) or not classes or not all(isinstance(w, str) for w in classes): raise bad('classes')
-    if not isinstance(crop, dict) or not isinstance(crop.get('seq_len'), int) or crop.get('keep') not in ('end', 'start', 'both'): raise bad('crop')
+    if not isinstance(crop, dict) or crop.get('keep') not in ('end', 'start', 'both'): raise bad('crop')
     validate_config(c, len(vocab), p, 'model', 'a classifier saved by `tfs classify --out`')
+    n = crop.get('seq_len')
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= c['seq_len']:   # longer crops fail in the model, later
+        raise bad(f"crop seq_len={repr(n)[:40]}: expected an integer in [1, {c['seq_len']:,}], the model's seq_len")
     return c, vocab, classes, crop
 
 def load_classifier(model_path,   # a file written by `save_classifier` (`tfs classify --out`)

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['FULL', 'QUICK', 'DEFAULT_PROMPTS', 'DEFAULT_LEVEL', 'MAX_NEW_TOKENS', 'MIN_TEMPERATURE', 'causal_scores',
            'layer_attention', 'BitsPerChar', 'unigram_loss', 'lm_learner', 'lm_config', 'save_lm', 'load_lm',
-           'run_generate', 'CharVocab', 'lm_pair', 'CharWindows', 'RandomWindowDL', 'char_dls', 'word_dls', 'WordCodec',
-           'lm_ids', 'lm_text', 'lm_df', 'lm_dls']
+           'note_truncation', 'run_generate', 'CharVocab', 'lm_pair', 'CharWindows', 'RandomWindowDL', 'char_dls',
+           'word_dls', 'WordCodec', 'lm_ids', 'lm_text', 'lm_df', 'lm_dls']
 
 # %% ../nbs/21_lm.ipynb #f1aeaeda
 import math, sys, time, random
@@ -117,12 +117,29 @@ def load_lm(path):
         or any(not isinstance(c.get(k), (int, float)) for k in _MODEL_KEYS) or not isinstance(ck['vocab'], list)):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: data, level, config or vocab)")
     validate_config(c, len(ck['vocab']), path, 'model', 'a checkpoint written by `tfs generate --out`')
+    v = ck['vocab']                                                 # strings (`load_checkpoint`), as `save_lm` wrote them:
+    if ck['level'] == 'char' and (any(len(w) != 1 for w in v) or v != sorted(set(v))):   # `CharVocab`'s sorted characters
+        raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: not the sorted, distinct characters of a text)")
+    if len(set(v)) != len(v):
+        raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: a word appears twice)")
     return upgrade_checkpoint(ck)                                   # keys of files saved before the `Trunk` are mapped
 
 MAX_NEW_TOKENS = 100_000   # `n`'s bound: 6-7 minutes of sampling from the quick char model on 2 busy CPU cores (260 tokens/s)
 MIN_TEMPERATURE = 1e-4     # below it logits / temperature overflow (fp32); for greedy decoding use top_k=1
 
 # %% ../nbs/21_lm.ipynb #10245f7a
+def note_truncation(n,               # tokens in the input
+                    seq_len,         # tokens the model reads
+                    what='the prompt',   # the input, as the note names it: 'the text', 'a sentence'...
+                    keep='end',      # the part the model reads: the 'end', the 'start', or 'both' ends (`CropText`'s)
+                   ):
+    "Say on stderr, in the one line every `tfs` command uses, that an input of `n` tokens is longer than the model's `seq_len`; returns whether it did"
+    if n <= seq_len: return False
+    part = {'end': f"the last {seq_len}", 'start': f"the first {seq_len}",
+            'both': f"the first {seq_len // 2} and the last {seq_len - seq_len // 2}"}[keep]
+    print(f"tfs: note: {what} has {n} tokens and the model reads {part}", file=sys.stderr)
+    return True
+
 def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sample'
                  level=None,        # 'char' or 'word' (default: char for tinyshakespeare, word for imdb_sample)
                  prompt=None,       # text to continue (default: per dataset)
@@ -161,10 +178,14 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
     if not quick and ck is None and dev.type == 'cpu':
         print("note: the full configuration is meant for a GPU; add --quick for a minute or two on a CPU", file=sys.stderr)
     set_seed(seed)
-    dls, codec = lm_dls(data, level, cfg, vocab=ck['vocab'] if ck else None, device=dev)
-    n_prompt = len(codec.encode(prompt))                          # an unknown character fails now, not after training
-    if n_prompt > cfg['seq_len']:                                 # said once: the model reads a window of seq_len tokens
-        print(f"note: the prompt has {n_prompt} tokens; the model sees only the last {cfg['seq_len']} as it writes", file=sys.stderr)
+    try: dls, codec = lm_dls(data, level, cfg, vocab=ck['vocab'] if ck else None, device=dev)
+    except ValueError as e:                                       # its characters do not cover the text it was trained on
+        if not ck or 'not in the vocabulary' not in str(e): raise
+        raise ValueError(f"model: {str(model)!r} is not a checkpoint written by `tfs generate --out` (damaged: its vocabulary "
+                         f"lacks characters of {data}, the text it was trained on: {str(e).split(': ', 1)[-1]})") from None
+    try: n_prompt = len(codec.encode(prompt))                     # an unknown character fails now, not after training
+    except ValueError as e: raise ValueError(f"{e} in {str(model)!r}" if ck else e) from None   # which file's vocabulary
+    note_truncation(n_prompt, cfg['seq_len'])                     # said once: the model reads a window of seq_len tokens
     learn = lm_learner(dls, **{k: cfg[k] for k in _MODEL_KEYS}, compile=cfg.get('compile', False) and dev.type == 'cuda')
     if ck is not None:
         try: learn.model.load_state_dict(ck['state_dict'])

@@ -29,7 +29,7 @@ from .runtime import quick_mode, default_device, set_precision, n_params
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import text_dls, save_classifier
+from .classify import text_dls, save_classifier, validate_precision
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -261,10 +261,13 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
 
 # %% ../nbs/41_pretrain.ipynb #03167735
 def run_finetune(encoder,                  # a file saved by `run_pretrain`, or None for the same model from scratch
-                 data='imdb_sample', quick=False, epochs=None, out=None, seed=0, vocab_from=None, show=True, lr=None):
+                 data='imdb_sample', quick=False, epochs=None, out=None, seed=0, vocab_from=None, show=True, lr=None,
+                 precision='auto'):        # as `run_classify`'s: 'bf16' and 'fp16' need a CUDA GPU
     "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
     if out is not None: out = validate_output(out, 'out').absolute()   # before the work, not after it
+    dev = default_device()
+    validate_precision(precision, dev)                               # refused on a CPU, not run in fp32 instead
     ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)
     if encoder is None: mlm = None                                   # from scratch, same vocabulary and sizes
     elif data == 'imdb_sample' and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
@@ -273,19 +276,18 @@ def run_finetune(encoder,                  # a file saved by `run_pretrain`, or 
     cfg = dict(ck['config'], **(FINETUNE_QUICK if quick else FINETUNE_FULL))
     if epochs is not None: cfg['epochs'] = epochs
     if lr is not None: cfg['lr'] = lr
-    dev = default_device()
     start = time.perf_counter()
     df = imdb_sample_df() if data == 'imdb_sample' else imdb_df()
     dls = finetune_dls(df, ck['vocab'], cfg['seq_len'], cfg['bs'], seed=seed, device=dev)
     set_seed(seed)
-    learn = finetune_learner(dls, cfg, mlm, cfg['dropout'])
+    learn = finetune_learner(dls, cfg, mlm, cfg['dropout'], precision)
     if show: learn.fit_one_cycle(cfg['epochs'], cfg['lr'], wd=cfg['wd'])
     else:
         with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(cfg['epochs'], cfg['lr'], wd=cfg['wd'])
     _, valid_loss, acc = learn.recorder.values[-1]
     seconds = time.perf_counter() - start
     res = {'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
-           'epochs': cfg['epochs'], 'seconds': round(seconds, 1), 'device': dev.type}
+           'epochs': cfg['epochs'], 'seconds': round(seconds, 1), 'device': dev.type, 'precision': learn.precision}
     if out is not None: save_classifier(learn, out, data=data, encoder=None if encoder is None else str(encoder))
     res.update({'model': str(out) if out else None, 'quick': bool(quick), 'train_rows': int((~df.is_valid).sum()),
                 'valid_rows': int(df.is_valid.sum()), 'emb': cfg['emb'], 'heads': cfg['heads'], 'depth': cfg['depth'],
