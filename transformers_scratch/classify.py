@@ -28,7 +28,7 @@ from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
-from .checkpoints import save_checkpoint, load_checkpoint, check_archive, validate_output, validate_folder, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, validate_output, validate_folder, validate_config
 from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
@@ -67,7 +67,7 @@ def _token_key(df, max_vocab, min_freq, vocab=None):
 # %% ../nbs/11_classify.ipynb #6aed9251
 def _read_cache(path, n_rows, vocab=None, max_vocab=30000):
     "The token ids and vocabulary of cache file `path`, checked against `n_rows` texts and `vocab`: a `ValueError` says what is wrong"
-    check_archive(path, what='cache', expected='a token cache')     # sizes from the zip's directory: nothing inflated yet
+    validate_archive(path, what='cache', expected='a token cache')     # sizes from the zip's directory: nothing inflated yet
     with np.load(path) as z:                                        # arrays only: `allow_pickle` stays False
         missing = sorted({'ids', 'offsets', 'vocab'} - set(z.files))
         if missing: raise ValueError(f"no {', '.join(missing)}")

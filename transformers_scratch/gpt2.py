@@ -14,7 +14,7 @@ import os, sys, json, time, socket, tempfile, warnings, itertools, urllib.parse
 from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
 from .core import TODO
-from .checkpoints import save_checkpoint, load_checkpoint, check_archive, validate_output, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, validate_output, validate_config
 from .runtime import default_device
 from .models import GenerationTransformer
 from .generate import generate, validate_sampling_args
@@ -455,7 +455,7 @@ def is_gpt2_classifier(path):
     "Is `path` a file `save_gpt2_classifier` wrote? (its format tag, read with `weights_only=True` and `mmap`: the weights stay on disk)"
     if not Path(path).is_file(): return False
     try:
-        check_archive(path)                        # a zip bomb is not inflated to find its tag: `load_checkpoint` says what it is
+        validate_archive(path)                        # a zip bomb is not inflated to find its tag: `load_checkpoint` says what it is
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             ck = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
