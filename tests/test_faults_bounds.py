@@ -196,10 +196,11 @@ def test_forged_configuration(d, capsys, tmp_path, cmd, f, pattern):
     (['predict', '--model', '', 'a good film'], '--model is empty'),
     (['classify', '--quick', '--encoder', ''], '--encoder is empty'),
     (['handout', '--dest', ''], '--dest is empty'),
+    (['classify', '--quick', '--encoder', 'e.pt', '--precision', 'fp16'], r'--precision fp16: fine-tuning an --encoder'),
     (['predict', '--model', 'm.pt', b'un film \xe9patant'.decode('utf-8', 'surrogateescape')], r'the text to classify is not valid UTF-8 text \(byte 0xe9 at character 8\)'),
     (['generate', '--prompt', b'\xff\xfe'.decode('utf-8', 'surrogateescape')], r'--prompt is not valid UTF-8 text \(byte 0xff'),
     (['translate', '--model', 'm.pt', b'ein \x81'.decode('utf-8', 'surrogateescape')], r'the sentence is not valid UTF-8'),
-], ids=['gpt2-empty', 'gpt2-blank', 'classify-gpt2-empty', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty',
+], ids=['gpt2-empty', 'gpt2-blank', 'classify-gpt2-empty', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty', 'encoder-precision',
         'predict-not-utf8', 'prompt-not-utf8', 'sentence-not-utf8'])
 def test_refused_before_any_work(capsys, tmp_path, monkeypatch, args, pattern):
     "An empty name is not 'not given' (`--gpt2 ''` would train for hours), and text that is not UTF-8 is refused"

@@ -148,6 +148,8 @@ def _validate(a):
     g = getattr(a, 'gpt2', None)
     if out and g and os.path.isdir(g) and os.path.exists(out) and os.path.commonpath([os.path.realpath(g), os.path.realpath(out)]) == os.path.realpath(g):
         raise err(f"--out {out!r} is a file of the --gpt2 folder {g!r}; give a path outside it")
+    if a.cmd == 'classify' and a.encoder and a.precision != 'auto':   # `run_finetune` takes no precision yet: never ignored silently
+        raise err(f"--precision {a.precision}: fine-tuning an --encoder runs at the device's own precision for now; leave --precision out")
     if a.cmd == 'classify' and a.emb and a.heads and a.emb % a.heads:
         raise err(f"--heads ({a.heads}) must divide --emb ({a.emb})")
     if a.cmd == 'predict' and not a.text.strip(): raise err("the text to classify is empty")
@@ -466,6 +468,13 @@ def _only_checks(src, names):
                               and getattr(n.value.func, 'id', '').startswith('check_')
                               and all(getattr(a, 'id', None) in names for a in n.value.args) for n in body)
 
+def _exports(src):
+    "Does the cell call `nbdev_export()` (the developers' last cell)? Asked of the code, not the text: this notebook's own check names it"
+    if 'nbdev_export' not in src: return False
+    try: tree = ast.parse(_code(src))
+    except SyntaxError: return 'nbdev.nbdev_export()' in src
+    return any(isinstance(n, ast.Call) and getattr(n.func, 'attr', getattr(n.func, 'id', None)) == 'nbdev_export' for n in ast.walk(tree))
+
 def is_internal(nb):
     "Is notebook dict `nb` one of the library's internals (it says **Library internals** near the top), with no learner's edition?"
     return any('**Library internals**' in ''.join(c['source']) for c in nb['cells'][:4] if c['cell_type'] == 'markdown')
@@ -482,7 +491,7 @@ def handout_nb(nb, lib='transformers_scratch',
             c['source'] = edition_header(name, learner=True).splitlines(keepends=True)
         if c['cell_type'] != 'code': cells.append(c); continue
         c['outputs'], c['execution_count'] = [], None
-        if 'dev' in _directives(src) or 'nbdev.nbdev_export()' in src: continue     # for the course's developers
+        if 'dev' in _directives(src) or _exports(src): continue                     # for the course's developers
         if solved and _only_checks(src, solved): solved = (); continue            # the solution's own re-check
         solved = ()
         if is_solution(src):
