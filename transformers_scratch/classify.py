@@ -67,7 +67,8 @@ def _token_key(df, max_vocab, min_freq, vocab=None):
 # %% ../nbs/11_classify.ipynb #6aed9251
 def _read_cache(path, n_rows, vocab=None, max_vocab=30000):
     "The token ids and vocabulary of cache file `path`, checked against `n_rows` texts and `vocab`: a `ValueError` says what is wrong"
-    validate_archive(path, what='cache', expected='a token cache')     # sizes from the zip's directory: nothing inflated yet
+    try: validate_archive(path, what='cache', expected='a token cache')   # sizes from the zip's directory: nothing inflated yet
+    except ValueError as e: raise ValueError(str(e).removeprefix(f"cache: {str(path)!r} is not a token cache (").removesuffix(')')) from None
     with np.load(path) as z:                                        # arrays only: `allow_pickle` stays False
         missing = sorted({'ids', 'offsets', 'vocab'} - set(z.files))
         if missing: raise ValueError(f"no {', '.join(missing)}")
@@ -96,7 +97,7 @@ def numericalize_df(df,               # DataFrame with columns `text` and `is_va
         if path.is_file():
             try: return _read_cache(path, len(df), vocab, max_vocab)
             except Exception as e:   # a damaged or forged file: said, then tokenized again and overwritten
-                print(f"tfs: note: the token cache {path} is damaged ({' '.join(str(e).split())[:160]}); tokenizing the texts again",
+                print(f"tfs: note: the token cache {path} is damaged ({' '.join(str(e).split())[:200]}); tokenizing the texts again",
                       file=sys.stderr)
     toks = tokenize_df(df[['text']].reset_index(drop=True), 'text')[0].text
     if vocab is None:

@@ -178,7 +178,8 @@ def _read_file(path, limit,         # the most bytes the file may have
 
 def read_gpt2_config(path):
     "The `config.json` at `path` as a dict; a one-line `GPT2Error` naming it if it is not a JSON object (its keys: `gpt2_options`)"
-    try: config = json.loads(_read_file(path, MAX_CONFIG).decode('utf-8'))
+    b = _read_file(path, MAX_CONFIG)
+    try: config = json.loads(b.decode('utf-8'))
     except (ValueError, RecursionError) as e: raise GPT2Error(f"source: {path} is not valid JSON ({_why(e)})") from None   # UTF-8 too
     if not isinstance(config, dict): raise GPT2Error(f"source: {path} is not a config.json (a JSON object)")
     return config
@@ -516,9 +517,9 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
         if v is not None: cfg[k] = v
     with ExitStack() as stack:                                         # the quick model's folder goes on any exit, Ctrl-C too
         if quick:
+            data, df = 'imdb_sample', imdb_sample_df()
             print("quick: fine-tuning a tiny randomly initialised GPT-2-shaped model on IMDB_SAMPLE: it tests the code path, "
                   "its accuracy says nothing about GPT-2", file=sys.stderr)
-            data, df = 'imdb_sample', imdb_sample_df()
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='tfs-tiny-gpt2-')))
             source = tiny_gpt2(tmp/'tiny-gpt2', df.text[~df.is_valid].tolist(), cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], seed=seed)
         else: df = imdb_df() if data == 'imdb' else imdb_sample_df()
