@@ -196,11 +196,10 @@ def test_forged_configuration(d, capsys, tmp_path, cmd, f, pattern):
     (['predict', '--model', '', 'a good film'], '--model is empty'),
     (['classify', '--quick', '--encoder', ''], '--encoder is empty'),
     (['handout', '--dest', ''], '--dest is empty'),
-    (['classify', '--quick', '--encoder', 'e.pt', '--precision', 'fp16'], r'--precision fp16: fine-tuning an --encoder'),
     (['predict', '--model', 'm.pt', b'un film \xe9patant'.decode('utf-8', 'surrogateescape')], r'the text to classify is not valid UTF-8 text \(byte 0xe9 at character 8\)'),
     (['generate', '--prompt', b'\xff\xfe'.decode('utf-8', 'surrogateescape')], r'--prompt is not valid UTF-8 text \(byte 0xff'),
     (['translate', '--model', 'm.pt', b'ein \x81'.decode('utf-8', 'surrogateescape')], r'the sentence is not valid UTF-8'),
-], ids=['gpt2-empty', 'gpt2-blank', 'classify-gpt2-empty', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty', 'encoder-precision',
+], ids=['gpt2-empty', 'gpt2-blank', 'classify-gpt2-empty', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty',
         'predict-not-utf8', 'prompt-not-utf8', 'sentence-not-utf8'])
 def test_refused_before_any_work(capsys, tmp_path, monkeypatch, args, pattern):
     "An empty name is not 'not given' (`--gpt2 ''` would train for hours), and text that is not UTF-8 is refused"
@@ -219,6 +218,19 @@ def test_out_is_not_the_input(d, capsys, tmp_path, cmd, flag, f):
         code, _, err = tfs(capsys, cmd, flag, tmp_path/f, '--out', out, *(['--quick'] if cmd == 'classify' else ['--n', '3']))
         one_line(code, err, rf"--out '.*' is the {flag} file")
     assert (tmp_path/f).read_bytes() == before and left(tmp_path) == sorted(['link.pt', f])
+
+@pytest.mark.parametrize('how', [['--encoder', 'enc.pt'], ['--gpt2', 'gpt2']], ids=['encoder', 'gpt2'])
+def test_precision_a_cpu_cannot_do(d, capsys, tmp_path, monkeypatch, how):
+    "`classify --encoder/--gpt2 ... --precision fp16` where there is no GPU: refused, not trained in fp32"
+    import transformers_scratch.pretrain as Pm, transformers_scratch.classify as C, transformers_scratch.gpt2 as G
+    for m in (Pm, C, G):
+        for f in ('default_device', 'launch_device'):
+            if hasattr(m, f): monkeypatch.setattr(m, f, lambda *a: torch.device('cpu'))
+    monkeypatch.setenv('TFS_OFFLINE', '1')
+    flag, f = how
+    code, out, err = tfs(capsys, 'classify', '--quick', flag, d/f if f == 'enc.pt' else f, '--precision', 'fp16', '--out', tmp_path/'m.pt')
+    one_line(code, err, r'precision: fp16.*CUDA')
+    assert out == '' and left(tmp_path) == []
 
 def test_json_line_never_holds_nan(d, capsys, monkeypatch):
     "A result that is not a finite number is written as null (JSON has no NaN), with one note on stderr naming it"

@@ -142,9 +142,6 @@ def validate_archive(path,             # a file `torch.save` wrote: a zip archiv
     if total > budget: raise bad(f"its records declare {_size(total)} in all, more than the {_size(budget)} allowed")
     return total
 
-# %% ../nbs/00b_checkpoints.ipynb #5a7e0c0a
-check_archive = validate_archive   # its first name, still imported by 24_gpt2: validators are `validate_*`, `check_*` are exercise checks
-
 # %% ../nbs/00b_checkpoints.ipynb #cedab98c
 def _why_not(p, e):
     "Why `torch.load(p, weights_only=True)` raised `e`, in a few words"

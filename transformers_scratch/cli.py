@@ -148,8 +148,6 @@ def _validate(a):
     g = getattr(a, 'gpt2', None)
     if out and g and os.path.isdir(g) and os.path.exists(out) and os.path.commonpath([os.path.realpath(g), os.path.realpath(out)]) == os.path.realpath(g):
         raise err(f"--out {out!r} is a file of the --gpt2 folder {g!r}; give a path outside it")
-    if a.cmd == 'classify' and a.encoder and a.precision != 'auto':   # `run_finetune` takes no precision yet: never ignored silently
-        raise err(f"--precision {a.precision}: fine-tuning an --encoder runs at the device's own precision for now; leave --precision out")
     if a.cmd == 'classify' and a.emb and a.heads and a.emb % a.heads:
         raise err(f"--heads ({a.heads}) must divide --emb ({a.emb})")
     if a.cmd == 'predict' and not a.text.strip(): raise err("the text to classify is empty")
@@ -187,7 +185,7 @@ def _run(a):
         from transformers_scratch.pretrain import run_finetune
         if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
             raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder and --data must be imdb_sample or imdb")
-        return run_finetune(a.encoder, data=a.data, quick=a.quick, epochs=a.epochs, out=a.out)
+        return run_finetune(a.encoder, data=a.data, quick=a.quick, epochs=a.epochs, out=a.out, precision=a.precision)
     if a.cmd == 'classify':
         from transformers_scratch.classify import run_classify
         return run_classify(data=a.data, epochs=a.epochs, emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len,
