@@ -194,9 +194,8 @@ def _run(a):
         from transformers_scratch.classify import predict_text
         from transformers_scratch.gpt2 import is_gpt2_classifier, predict_gpt2_text   # a file of `tfs classify --gpt2 --out`
         res = (predict_gpt2_text if is_gpt2_classifier(a.model) else predict_text)(a.model, a.text)
-        if res['truncated']:   # said once, on stderr: the JSON line stays the last line of stdout
-            print(f"tfs: note: the text has {res['tokens']} tokens and the model reads {res['seq_len']} "
-                  f"(the {'end' if res['keep'] == 'end' else 'start' if res['keep'] == 'start' else 'start and end'}), as it was trained", file=sys.stderr)
+        from transformers_scratch.lm import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
+        if res['truncated']: note_truncation(res['tokens'], res['seq_len'], 'the text', res['keep'])
         return res
     if a.cmd == 'generate' and a.gpt2:
         given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
@@ -246,13 +245,11 @@ def _translate_run(a):
         if given is not None and given != have: raise CLIError(f"tfs translate: error: {name} {given}: the model translates {tr.src} -> {tr.tgt}")
     beam = a.beam or 1
     if beam > len(tr.tgt_vocab): raise CLIError(f"tfs translate: error: --beam must be at most the model's {len(tr.tgt_vocab)} target tokens, got {beam}")
+    from transformers_scratch.lm import note_truncation   # the note of every `tfs` command
     noted = False
     def one(s):
         nonlocal noted
-        n = len(tr.src_vocab.encode(s))
-        if n > tr.model.seq_len and not noted:   # said once, on stderr
-            print(f"tfs: note: a sentence has {n} tokens; the model reads the first {tr.model.seq_len}", file=sys.stderr)
-            noted = True
+        if not noted: noted = note_truncation(len(tr.src_vocab.encode(s)), tr.model.seq_len, 'a sentence', 'start')   # said once
         return tr(s, beam)
     if a.sentence is not None: _emit(one(a.sentence), 'translate'); return None
     n = 0
@@ -339,8 +336,8 @@ def _named(e, a):
 def _modules(a):
     "The library's modules subcommand `a.cmd` needs (they import torch and fastai)"
     g, e = getattr(a, 'gpt2', None), getattr(a, 'encoder', None)
-    return {'handout': [], 'classify': ['classify'] + ['gpt2'] * bool(g) + ['pretrain'] * bool(e), 'predict': ['classify', 'gpt2'],
-            'generate': ['gpt2' if g else 'lm'], 'translate': ['translate'], 'pretrain': ['pretrain']}[a.cmd]
+    return {'handout': [], 'classify': ['classify'] + ['gpt2'] * bool(g) + ['pretrain'] * bool(e), 'predict': ['classify', 'gpt2', 'lm'],
+            'generate': ['gpt2' if g else 'lm'], 'translate': ['translate', 'lm'], 'pretrain': ['pretrain']}[a.cmd]
 
 def _start(a):
     "Import what the subcommand needs while Ctrl-C still exits at once; then let Ctrl-C raise, so that a save in progress is cleaned up"
