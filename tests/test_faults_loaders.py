@@ -176,6 +176,14 @@ def test_gpt2_config_bounded_before_allocation(d, tmp_path):
         assert secs < 0.5, (name, secs)
     assert growth < 50, f"peak memory grew by {growth:.0f} MiB"
 
+def test_gpt2_weights_larger_than_the_config_allows(d, tmp_path):
+    "A model.safetensors of 1 GiB (sparse) beside a tiny config.json: refused from its size, before a byte is read"
+    f = folder_with(d, tmp_path)
+    os.truncate(f/'model.safetensors', 2**30)
+    t = time.perf_counter()
+    raises(lambda: load_gpt2(f), rf"^source: {re.escape(str(f/'model.safetensors'))} has 1,073,741,824 bytes, more than the [\d,]+ its config.json", GPT2Error)
+    assert time.perf_counter() - t < 0.5
+
 def deep(n=100_000): return '[' * n + ']' * n
 
 TOKENIZERS = [('vocab_json', '{"a": ', 'vocab.json', r'JSONDecodeError'), ('vocab_json', b'{"\xff": 0}', 'vocab.json', 'UnicodeDecodeError'),

@@ -14,7 +14,7 @@ import os, sys, json, time, socket, tempfile, warnings, itertools, urllib.parse
 from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
 from .core import TODO
-from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, validate_output, validate_config
+from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, validate_output, validate_config, model_bytes
 from .runtime import default_device
 from .models import GenerationTransformer
 from .generate import generate, validate_sampling_args
@@ -168,7 +168,7 @@ def _why(e):
     return f"{type(e).__name__}: {' '.join(str(e).split())[:120]}".rstrip(': ')
 
 def _read_file(path, limit,         # the most bytes the file may have
-               what='source'):       # the argument named at the start of an error
+               what='source'):      # the argument named at the start of an error
     "The bytes of file `path`; a one-line `GPT2Error` naming it if it cannot be read or is larger than `limit`"
     try:
         n = os.path.getsize(path)
@@ -192,6 +192,9 @@ def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large'
     from safetensors.torch import load_file
     cfg_path, w_path = gpt2_files(source)
     opts = gpt2_options(read_gpt2_config(cfg_path), where=cfg_path)
+    most = 2 * model_bytes(**{k: opts[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'n_tokens', 'mult')}) + 4 * opts['depth'] * opts['seq_len']**2
+    if (n := os.path.getsize(w_path)) > most:   # fp64 weights, an untied head, old files' mask buffers: all fit in `most`
+        raise GPT2Error(f"source: {w_path} has {n:,} bytes, more than the {most:,} its config.json's sizes can take: are both from the same model?")
     try: sd = load_file(str(w_path))
     except (KeyboardInterrupt, SystemExit): raise
     except BaseException as e: raise GPT2Error(f"source: {w_path} is not a readable safetensors file ({_why(e)[:100]})") from None

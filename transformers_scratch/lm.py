@@ -120,7 +120,8 @@ def load_lm(path):
     v = ck['vocab']                                                 # strings (`load_checkpoint`), as `save_lm` wrote them:
     if ck['level'] == 'char' and (any(len(w) != 1 for w in v) or v != sorted(set(v))):   # `CharVocab`'s sorted characters
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: not the sorted, distinct characters of a text)")
-    if len(set(v)) != len(v):
+    words = [w for w in v if w != 'xxfake']                        # fastai pads a vocabulary with 'xxfake' to a multiple of 8
+    if len(set(words)) != len(words):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: a word appears twice)")
     return upgrade_checkpoint(ck)                                   # keys of files saved before the `Trunk` are mapped
 
