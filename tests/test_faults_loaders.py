@@ -277,6 +277,13 @@ def test_precision_the_cpu_cannot_do(d, capsys, tmp_path, monkeypatch, precision
     raises(lambda: run_gpt2_classify(d/'gpt2', 'imdb_sample', precision=precision), want)
     assert out == '' and left(tmp_path) == []
 
+def test_bf16_needs_compute_capability_8():
+    "bf16 on a GPU older than an A100 (a T4 is 7.5) is refused too; fp16 and 'auto' are what it can do"
+    from transformers_scratch.classify import validate_precision
+    raises(lambda: validate_precision('bf16', 'cuda', (7, 5)), r"^precision: bf16 needs a GPU of compute capability 8\.0 or later .* this one is 7\.5")
+    for p in ('fp16', 'auto', 'fp32'): validate_precision(p, 'cuda', (7, 5))
+    validate_precision('bf16', 'cuda', (9, 0))
+
 def texts_csv(tmp_path, df):
     "A `$TFS_DATA` folder whose imdb_sample/texts.csv is `df`"
     (tmp_path/'data'/'imdb_sample').mkdir(parents=True)

@@ -306,13 +306,18 @@ def _check_size(cfg, dev):
         raise ValueError(f"emb, depth, seq_len: emb={cfg['emb']}, depth={cfg['depth']}, seq_len={cfg['seq_len']} need about "
                          f"{need / 2**30:,.0f} GiB to train, more than the {dev.type}'s {have / 2**30:,.0f} GiB; choose smaller sizes")
 
-def validate_precision(precision, dev):
-    "Mixed precision needs CUDA: refuse it elsewhere, rather than train in fp32 and report fp16 (every `tfs classify` path asks this)"
+def validate_precision(precision, dev,
+                       capability=None):   # `(major, minor)` CUDA compute capability; default: asked from the GPU
+    "Refuse a precision `dev` cannot do, rather than train in another and report this one: mixed precision needs CUDA, bf16 a GPU of compute capability 8.0 or later (every `tfs classify` path asks this)"
     if precision not in ('auto', 'bf16', 'fp16', 'fp32'):
         raise ValueError(f"precision: expected 'auto', 'bf16', 'fp16' or 'fp32', got {precision!r}")
-    if precision in ('bf16', 'fp16') and torch.device(dev).type != 'cuda':
+    dev = torch.device(dev)
+    if precision in ('bf16', 'fp16') and dev.type != 'cuda':
         raise ValueError(f"precision: {precision} mixed precision needs a CUDA GPU, and this run trains on the "
-                         f"{torch.device(dev).type} (where it would silently be fp32); use 'auto' or 'fp32'")
+                         f"{dev.type} (where it would silently be fp32); use 'auto' or 'fp32'")
+    if precision == 'bf16' and tuple(capability or torch.cuda.get_device_capability(dev)) < (8, 0):
+        raise ValueError(f"precision: bf16 needs a GPU of compute capability 8.0 or later (an A100, an H100), and this one is "
+                         f"{'.'.join(map(str, capability or torch.cuda.get_device_capability(dev)))}; use 'auto' (fp16 here) or 'fp16'")
 
 # %% ../nbs/11_classify.ipynb #eaad225c
 def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news) or a DataFrame (text, label, is_valid)
