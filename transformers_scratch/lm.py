@@ -117,10 +117,7 @@ def load_lm(path):
         or any(not isinstance(c.get(k), (int, float)) for k in _MODEL_KEYS) or not isinstance(ck['vocab'], list)):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: data, level, config or vocab)")
     validate_config(c, len(ck['vocab']), path, 'model', 'a checkpoint written by `tfs generate --out`')
-    v = ck['vocab']                                                 # strings (`load_checkpoint`), as `save_lm` wrote them:
-    if ck['level'] == 'char' and (any(len(w) != 1 for w in v) or v != sorted(set(v))):   # `CharVocab`'s sorted characters
-        raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: not the sorted, distinct characters of a text)")
-    words = [w for w in v if w != 'xxfake']                        # fastai pads a vocabulary with 'xxfake' to a multiple of 8
+    words = [w for w in ck['vocab'] if w != 'xxfake']              # strings (`load_checkpoint`); fastai pads with 'xxfake'
     if len(set(words)) != len(words):
         raise ValueError(f"model: {str(path)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: a word appears twice)")
     return upgrade_checkpoint(ck)                                   # keys of files saved before the `Trunk` are mapped
@@ -166,6 +163,10 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
         for name, given in (('data', data), ('level', level)):
             if given is not None and given != ck[name]: raise ValueError(f"{name}: the model was trained with {name}={ck[name]!r}, got {given!r}")
         data, level = ck['data'], ck['level']
+        v = ck['vocab']                                           # `CharVocab` sorts its characters: other ids would be silently wrong
+        if level == 'char' and (any(len(c) != 1 for c in v) or v != sorted(set(v))):
+            raise ValueError(f"model: {str(model)!r} is not a checkpoint written by `tfs generate --out` (damaged: vocab: "
+                             "not the sorted, distinct characters of a text)")
     data = data or 'tinyshakespeare'
     if data not in DEFAULT_LEVEL: raise ValueError(f"data: expected 'tinyshakespeare' or 'imdb_sample', got {data!r}")
     level = level or DEFAULT_LEVEL[data]
