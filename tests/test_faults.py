@@ -98,21 +98,7 @@ def no_code_ran(d):
     yield
     assert not (d/'trap-open').exists() and not (d/'trap-system').exists(), "a hostile file ran code"
 
-def tfs(capsys, *args):
-    "`cli.main(args)` in-process: (exit code, stdout, stderr)"
-    capsys.readouterr()
-    try: main([str(a) for a in args]); code = 0
-    except SystemExit as e: code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-def one_line(code, err, pattern, want=2):
-    "Exit code `want`, exactly one non-empty line on stderr, no traceback, and `pattern` (a regex) in it"
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert code == want, (code, err)
-    assert 'Traceback' not in err and len(lines) == 1, err
-    assert re.search(pattern, lines[0]), lines[0]
-    return lines[0]
+from faultkit import tfs, one_line   # the shared assertions of every fault case
 
 def left(folder):
     "What is in `folder` (to check that nothing, temporary files included, was left)"

@@ -14,8 +14,8 @@ from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch import gpt2 as G
 from transformers_scratch.gpt2 import (GPT2Error, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec, load_gpt2_classifier, GPT2Classifier,
                                        read_gpt2_config, run_gpt2_classify, gpt2_dls)
-from transformers_scratch.classify import (numericalize_df, synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier,
-                                           validate_texts)
+from transformers_scratch.classify import numericalize_df, synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier
+from transformers_scratch.data import validate_texts
 from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, load_lm, note_truncation
 from transformers_scratch.mlm import MaskedLMTransformer
 from transformers_scratch import pretrain as P
@@ -58,21 +58,7 @@ def d(tmp_path_factory):
     torch.save(dict(ck, vocab=list(range(len(words)))), d/'enc-ints.pt')
     return d
 
-def tfs(capsys, *args):
-    "`cli.main(args)` in-process: (exit code, stdout, stderr)"
-    capsys.readouterr()
-    try: main([str(a) for a in args]); code = 0
-    except SystemExit as e: code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-def one_line(code, err, pattern, want=2):
-    "Exit code `want`, exactly one non-empty line on stderr, no traceback, and `pattern` (a regex) in it"
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert code == want, (code, err)
-    assert 'Traceback' not in err and len(lines) == 1, err
-    assert re.search(pattern, lines[0]), lines[0]
-    return lines[0]
+from faultkit import tfs, one_line   # the shared assertions of every fault case
 
 def raises(f, pattern, exc=ValueError):
     "`f()` raises `exc` with a one-line message matching `pattern`; the message"

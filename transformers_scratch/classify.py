@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'AWD_QUICK', 'CropText', 'cache_dir', 'numericalize_df', 'IdsNumericalize',
-           'LengthSortedDL', 'validate_texts', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
+           'LengthSortedDL', 'text_dls', 'synth_text_df', 'classifier_learner', 'show_text_results',
            'padding_invariance_gap', 'block_inputs', 'pooled', 'ValidateAtEnd', 'device_memory', 'training_bytes',
            'validate_precision', 'run_classify', 'save_classifier', 'load_classifier', 'predict_text',
            'awd_lstm_learner', 'fit_and_score']
@@ -32,7 +32,7 @@ from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, val
 from .runtime import quick_mode, default_device, set_precision, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
-from .data import imdb_sample_df, imdb_df, ag_news_df
+from .data import imdb_sample_df, imdb_df, ag_news_df, validate_texts
 
 # %% ../nbs/11_classify.ipynb #b2074381
 class CropText(Transform):
@@ -132,18 +132,6 @@ class LengthSortedDL(SortedDL):
         super().__init__(dataset, sort_func=sort_func, res=res, **kwargs)
 
 # %% ../nbs/11_classify.ipynb #738ab812
-def validate_texts(df,          # a DataFrame with columns `text` and `label`
-                   what='df',   # named in the error
-                  ):
-    "`df` after refusing what would train without a word: an empty text or label, or a single class (learnt as 'always say it', accuracy 1.0)"
-    if df.empty: raise ValueError(f"{what}: no rows")
-    for c in ('text', 'label'):
-        empty = (df[c].isna() | df[c].astype(str).str.strip().eq('')).values
-        if empty.any(): raise ValueError(f"{what}: {int(empty.sum()):,} of its {len(df):,} {c}s are empty (the first in row {int(empty.argmax()):,}); remove those rows")
-    labels = df.label.unique()
-    if len(labels) < 2: raise ValueError(f"{what}: every text has the label {str(labels[0])[:40]!r}: a classifier needs two classes at least")
-    return df
-
 def text_dls(df,              # DataFrame with columns `text`, `label`, `is_valid`
              seq_len=128,     # crop texts to at most this many tokens
              bs=32,           # batch size

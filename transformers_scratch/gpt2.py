@@ -478,7 +478,7 @@ def gpt2_dls(df,          # columns `text`, `label`, `is_valid`
     "fastai `DataLoaders` of (token ids padded on the right with `tok.eos_id`, label id): the last `seq_len` tokens of each text"
     from fastai.data.load import DataLoader
     from fastai.data.core import DataLoaders
-    from transformers_scratch.classify import validate_texts
+    from transformers_scratch.data import validate_texts
     validate_texts(df)                                                    # no empty text, two classes at least
     if tok.eos_id is None: raise GPT2Error(f"tokenizer: {tok.kind} has no '<|endoftext|>' token, which pads the batches")
     labels = sorted(df.label.unique())
