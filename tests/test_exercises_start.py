@@ -1,5 +1,4 @@
 "The start page's example check: it passes the solution and rejects the stub and the typical mistakes."
-import torch
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.checks.start import check_double, double
 
