@@ -4,7 +4,7 @@ import torch
 import pytest
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.positions import positions_from_pad
-from transformers_scratch.models import Trunk, trunk_forward
+from transformers_scratch.models import trunk_forward
 from transformers_scratch.checks.models import check_trunk_forward
 from transformers_scratch.checks.models import _trunk_cases, _trunk_run
 

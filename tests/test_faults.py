@@ -6,13 +6,12 @@ or the file, nothing left at the output path (no temporary file either), and tha
 files that a hostile pickle would create never appear). Most cases run `cli.main` in-process and fail before any work;
 the tiny models they need are made once per module. Subprocesses only where a real process is needed: a signal, a
 file-size limit, a broken or closed pipe, concurrent writers."""
-import gzip, io, json, os, pickle, re, shutil, signal, subprocess, sys, textwrap, time
+import gzip, io, json, os, pickle, re, shutil, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest, torch
 from transformers_scratch.cli import main
-from transformers_scratch.checkpoints import save_checkpoint, load_checkpoint, atomic_write
-from transformers_scratch.classify import (synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier,
-                                           predict_text)
+from transformers_scratch.checkpoints import save_checkpoint, load_checkpoint
+from transformers_scratch.classify import (synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier)
 from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, load_lm
 from transformers_scratch.translate import Vocab, SPECIALS, PAD, Translator, save_translator, load_translator
 from transformers_scratch.seq2seq import Seq2SeqTransformer

@@ -8,7 +8,6 @@ what a file declares would fail there instead of passing slowly."""
 import io, json, os, re, signal, struct, subprocess, sys, textwrap, time, zipfile, zlib
 from pathlib import Path
 import pytest, torch
-from transformers_scratch.cli import main
 from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch.classify import synth_text_df, text_dls, classifier_learner, save_classifier
 from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm

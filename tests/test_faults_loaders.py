@@ -6,17 +6,16 @@ naming the file it is about, and that nothing was left behind; the memory case a
 memory, in a subprocess whose address space is limited (`RLIMIT_AS`), so that a loader that built what a forged
 config.json asks for fails there instead of passing slowly. The GPT-2 folders are tiny and made offline by
 `tiny_gpt2` (our own writer of Hugging Face's files; tests/test_gpt2.py checks them against `transformers`)."""
-import contextlib, io, json, os, re, signal, subprocess, sys, tempfile, textwrap, time
+import io, json, os, re, signal, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 import numpy as np, pandas as pd, pytest, torch
-from transformers_scratch.cli import main
 from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch import gpt2 as G
 from transformers_scratch.gpt2 import (GPT2Error, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec, load_gpt2_classifier, GPT2Classifier,
                                        read_gpt2_config, run_gpt2_classify, gpt2_dls)
 from transformers_scratch.classify import numericalize_df, synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier
 from transformers_scratch.data import validate_texts
-from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, load_lm, note_truncation
+from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, note_truncation
 from transformers_scratch.mlm import MaskedLMTransformer
 from transformers_scratch import pretrain as P
 from fastai.torch_core import set_seed
