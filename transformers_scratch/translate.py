@@ -46,6 +46,7 @@ def multi30k(src='de', tgt='en', splits=SPLITS):
     return {s: multi30k_pairs(s, src, tgt) for s in splits}
 
 # %% ../nbs/31_translate.ipynb #b190a04e
+# @title Solution: tokenize
 def tokenize(text):
     "Words and punctuation of `text`; a piece glued to the previous one (no space before it) starts with `##`"
     out = []
@@ -54,6 +55,7 @@ def tokenize(text):
         out += ps[:1] + ['##' + p for p in ps[1:]]
     return out
 
+# %% ../nbs/31_translate.ipynb #e521aa1f
 def detokenize(tokens):
     "Put `tokenize`'s tokens back together into text"
     s = ''

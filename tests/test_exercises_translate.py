@@ -1,0 +1,64 @@
+"Lesson 31's check accepts the tokenizer and rejects the stub, each typical mistake with its own hint, and junk answers."
+import ast, inspect, json, pathlib, re
+import pytest
+from transformers_scratch.core import TODO, assert_check
+from transformers_scratch.translate import tokenize
+from transformers_scratch.checks.translate import check_tokenize
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PIECE = r"\w+|[^\w\s]"
+
+def stub(*args): raise TODO("write it")
+
+def glue(chunks):
+    out = []
+    for ps in chunks: out += ps[:1] + ['##' + p for p in ps[1:]]
+    return out
+
+def plain_split(text): return text.split()
+def no_marks(text): return re.findall(PIECE, text)
+def marks_first_too(text): return ['##' + p for w in text.split() for p in re.findall(PIECE, w)]
+def marks_punctuation(text): return [p if re.fullmatch(r"\w+", p) else '##' + p for w in text.split() for p in re.findall(PIECE, w)]
+def drops_punctuation(text): return glue(re.findall(r"\w+", w) for w in text.split())
+def runs_of_marks(text): return glue(re.findall(r"\w+|[^\w\s]+", w) for w in text.split())
+def lowercased(text): return tokenize(text.lower())
+def ascii_letters(text): return glue(re.findall(r"[A-Za-z0-9_]+|[^A-Za-z0-9_\s]", w) for w in text.split())
+def split_on_space(text): return glue(re.findall(PIECE, w) for w in text.split(' '))
+def mark_at_end(text): return [t[2:] + '##' if t.startswith('##') else t for t in tokenize(text)]
+def as_tuple(text): return tuple(tokenize(text))
+def ids_not_tokens(text): return list(range(len(tokenize(text))))
+def first_sentence_only(text): return ['A', 'man', "##'", '##s', 'T', '##-', '##shirt', '##,', 'blue', '##.']
+def returns_none(text): return None
+def raises(text): raise ValueError("boom")
+def drops_empty_guard(text): return glue(re.findall(PIECE, w) for w in text.split()) if text else None
+
+def test_check_tokenize():
+    assert_check(check_tokenize, tokenize, [
+        (stub, 'not solved'),
+        (plain_split, 'still glued'),
+        (no_marks, 'no piece starts with ##'),
+        (marks_first_too, 'first piece'),
+        (marks_punctuation, 'marked the punctuation'),
+        (drops_punctuation, 'punctuation is gone'),
+        (runs_of_marks, 'one token per mark'),
+        (lowercased, 'lowercased'),
+        (ascii_letters, r'ä or é'),
+        (split_on_space, 'empty or whitespace'),
+        (mark_at_end, 'at the start of the glued piece'),
+        (as_tuple, 'list of str, got tuple'),
+        (ids_not_tokens, 'holds a int'),
+        (first_sentence_only, 'wrong tokens for'),
+        (drops_empty_guard, r"tokenize\(''\) should return a list"),
+    ])
+
+@pytest.mark.parametrize('junk, pat', [(None, 'your code raised TypeError'), ([1, 2], 'your code raised TypeError'),
+                                       (raises, 'your code raised ValueError'), (returns_none, 'got NoneType')])
+def test_junk_answers_end_in_a_verdict(junk, pat):
+    assert_check(check_tokenize, tokenize, [(junk, pat)])
+
+def test_lesson_solution_is_the_library_function():
+    "Lesson 31 shows the library's tokenize as its solution: the same code"
+    cells = [''.join(c['source']) for c in json.loads((ROOT/'nbs'/'31_translate.ipynb').read_text(encoding='utf-8'))['cells']]
+    sol = next(s for s in cells if '# @title Solution: tokenize' in s)
+    fn = next(n for n in ast.parse(sol).body if isinstance(n, ast.FunctionDef))
+    assert ast.dump(fn) == ast.dump(ast.parse(inspect.getsource(tokenize)).body[0])
