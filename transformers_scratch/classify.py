@@ -29,7 +29,7 @@ from fastai.torch_core import set_seed
 from fasttransform import Transform
 import fastai.callback.schedule, fastai.callback.progress   # fit_one_cycle, lr_find and the progress bars
 from .checkpoints import save_checkpoint, load_checkpoint, validate_archive, validate_output, validate_folder, validate_config
-from .runtime import quick_mode, default_device, set_precision, n_params, model_device
+from .runtime import quick_mode, default_device, set_precision, precision_for, n_params, model_device
 from .training import data_parallel, launch_device, is_main_process
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df, validate_texts
@@ -303,7 +303,7 @@ def validate_precision(precision, dev,
     if precision in ('bf16', 'fp16') and dev.type != 'cuda':
         raise ValueError(f"precision: {precision} mixed precision needs a CUDA GPU, and this run trains on the "
                          f"{dev.type} (where it would silently be fp32); use 'auto' or 'fp32'")
-    if precision == 'bf16' and tuple(capability or torch.cuda.get_device_capability(dev)) < (8, 0):
+    if precision == 'bf16' and precision_for(dev, capability) != 'bf16':        # the one rule of which GPU does bf16 (lesson 00a)
         raise ValueError(f"precision: bf16 needs a GPU of compute capability 8.0 or later (an A100, an H100), and this one is "
                          f"{'.'.join(map(str, capability or torch.cuda.get_device_capability(dev)))}; use 'auto' (fp16 here) or 'fp16'")
 
