@@ -8,7 +8,8 @@ def squared(x): return x * x
 def float32(x): return (2 * x).float()
 def inplace(x): return x.mul_(2)
 def as_list(x): return [2 * v for v in x.tolist()]
+def on_cpu(x): return 2 * x.cpu()
 
 def test_check_double():
     assert_check(check_double, double, [(stub, 'not solved'), (plus_two, 'added 2'), (squared, 'squared'),
-                                        (float32, 'dtype'), (inplace, 'in place'), (as_list, 'tensor')])
+                                        (float32, 'dtype'), (inplace, 'in place'), (as_list, 'tensor'), (on_cpu, 'device')])

@@ -7,7 +7,7 @@ __all__ = ['double', 'check_double']
 
 # %% ../../nbs/00_start.ipynb #ee032e42
 import torch
-from ..core import checker, expect, same, Runs, rand
+from ..core import checker, expect, same, Runs, rand, on_device
 
 def double(x): return 2 * x
 
@@ -21,3 +21,4 @@ def check_double(fn):
         expect(not same(out, x + 2), "you added 2: doubling multiplies by 2")
         expect(not same(out, x * x), "you squared x: doubling multiplies by 2, not by x")
         expect(same(out, 2 * x), "the values are wrong: each element should be twice what it was")
+    on_device(fn, rand(4, seed=2))   # the result stays on the input's device (a GPU in Colab)
