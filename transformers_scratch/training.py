@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['has_fused_adamw', 'adamw', 'train_step', 'DeviceSmoothLoss', 'LazyProgress', 'LossesToCPU', 'CompileModel',
-           'speed_up', 'is_distributed', 'launch_device', 'data_parallel', 'is_main_process', 'single_process']
+           'speed_up', 'is_distributed', 'launch_device', 'data_parallel', 'is_main_process', 'single_process', 'Run',
+           'start_run']
 
 # %% ../nbs/09_training.ipynb #7e495dbc
-import os
+import os, sys, time
 from contextlib import contextmanager
 import torch, torch.distributed as dist
 from fastai.optimizer import OptimWrapper
@@ -16,6 +17,8 @@ from fastai.callback.progress import ProgressCallback
 from fastai.learner import AvgSmoothLoss
 from fastai.torch_core import to_detach
 from .runtime import default_device
+from fastai.torch_core import set_seed
+from .checkpoints import validate_output
 
 # %% ../nbs/09_training.ipynb #aa3160f7
 def has_fused_adamw(device):
@@ -153,3 +156,26 @@ def single_process():
         for k, v in old.items():
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
+
+# %% ../nbs/09_training.ipynb #a117605b
+class Run:
+    "What a training run started with `start_run`: its `device`, its checked `out` path (or None), its start time `t0`"
+    def __init__(self, device, out, t0): self.device, self.out, self.t0 = device, out, t0
+
+    def report(self, res):
+        "`res` (the run's measured results) with the keys every run reports: 'seconds' since the start, and the 'device'"
+        return {**res, 'seconds': round(time.time() - self.t0, 1), 'device': str(self.device)}
+
+def start_run(quick,          # the small configuration (minutes on a CPU) instead of the full one (meant for a GPU)
+              out=None,       # where the run will save: checked now, before any work
+              seed=0,         # fastai's `set_seed`: Python, NumPy and torch
+              loaded=False,   # the model comes from a file and is not trained: no note about training time
+             ):
+    "Start a run: check `out`, pick the device, say once if a full configuration would train on a CPU, seed; returns a `Run`"
+    t0 = time.time()
+    if out is not None: out = validate_output(out, 'out')
+    dev = launch_device()                            # under torchrun / accelerate launch: this rank's GPU
+    if not quick and not loaded and dev.type == 'cpu' and is_main_process():
+        print("tfs: note: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes", file=sys.stderr)
+    set_seed(seed)
+    return Run(dev, out, t0)
