@@ -10,7 +10,7 @@ one fails here."""
 import json, os, re, sys, time, subprocess, pathlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 import pytest
-from transformers_scratch.cli import handout_nb, is_internal
+from transformers_scratch.handout import handout_nb, is_internal
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NBS = sorted(p for p in (ROOT/'nbs').glob('*.ipynb'))

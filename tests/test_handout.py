@@ -1,7 +1,7 @@
 "`tfs handout`: solutions gone, checks folded, outputs cleared, the committed handout/ up to date, and bad input refused in one line."
-import json, os, re, subprocess, sys, pathlib
+import json, re, subprocess, pathlib
 import pytest
-from transformers_scratch.cli import is_solution, make_handout, is_internal
+from transformers_scratch.handout import is_solution, make_handout, is_internal
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def tfs(*args, cwd=None):

@@ -90,7 +90,7 @@ def test_notebooks_have_no_stray_outputs_metadata():
 
 def test_readme_links_both_editions_of_every_lesson():
     readme = (ROOT/'README.md').read_text(encoding='utf-8')
-    from transformers_scratch.cli import is_internal
+    from transformers_scratch.handout import is_internal
     for p in NBS:
         if p.name == 'index.ipynb': continue
         if is_internal(json.loads(p.read_text(encoding='utf-8'))):   # library internals: no learner's edition, listed apart
