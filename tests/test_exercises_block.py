@@ -1,5 +1,7 @@
 "Each check in lesson 05 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
-import pytest, torch, torch.nn as nn, torch.nn.functional as F
+import pytest
+import torch, torch.nn as nn, torch.nn.functional as F
+from transformers_scratch.config import ModelConfig
 from transformers_scratch.core import TODO, assert_check
 from transformers_scratch.block import layer_norm, feedforward, postnorm_block, prenorm_block, TransformerBlock, block_params
 from transformers_scratch.checks.block import check_layer_norm, check_feedforward, check_postnorm_block, check_prenorm_block
@@ -154,7 +156,7 @@ def test_block_forward_is_the_exercise_functions():
     torch.manual_seed(0)
     x, pad = torch.randn(2, 5, 16), torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]]).bool()
     for pre in (False, True):
-        blk = TransformerBlock(16, 4, causal=True, prenorm=pre).eval()
+        blk = TransformerBlock(ModelConfig(emb=16, heads=4, prenorm=pre), causal=True).eval()
         f = prenorm_block if pre else postnorm_block
         assert torch.allclose(blk(x, pad), f(blk, x, pad))
         cache = _CatCache()                                  # the cache goes through to the attention
@@ -164,7 +166,8 @@ def test_block_forward_is_the_exercise_functions():
 
 def test_block_params_formula():
     for emb, heads, mult, wide in ((8, 2, 4, False), (30, 5, 3, False), (8, 4, 4, True)):
-        assert sum(p.numel() for p in TransformerBlock(emb, heads, mult, wide=wide).parameters()) == block_params(emb, heads, mult, wide)
+        c = ModelConfig(emb=emb, heads=heads, mult=mult, wide=wide)
+        assert sum(p.numel() for p in TransformerBlock(c).parameters()) == block_params(c)
 
 
 # --- new wrong answers (issue 11): ignored arguments, hard-coded sizes, dropout, in place, dtype, batch of one --------

@@ -1,8 +1,10 @@
 """Rules of the layout as tests: model code imports only torch, no module imports from a later lesson, `ls nbs/` is a
-dependency order; one cache protocol; one trunk; defaults that agree; checkpoints of the old layout still load."""
+dependency order; one cache protocol; one configuration object that every model keeps and rebuilds from; one trunk, one attention module, one init; no import cycles."""
 import ast, json, re, subprocess, sys
 from pathlib import Path
 import pytest, torch
+from dataclasses import asdict, replace
+from transformers_scratch.config import ModelConfig, config_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB, NBS = ROOT/'transformers_scratch', ROOT/'nbs'
@@ -89,17 +91,15 @@ def test_selfattention_takes_any_cache_with_update():
             self.k, self.v = (k, v) if self.k is None else (torch.cat([self.k, k], 2), torch.cat([self.v, v], 2))
             return self.k, self.v, None
     torch.manual_seed(0)
-    sa, x = SelfAttention(16, 4, causal=True).eval(), torch.randn(2, 6, 16)
+    sa, x = SelfAttention(ModelConfig(emb=16, heads=4), causal=True).eval(), torch.randn(2, 6, 16)
     c = Cat()
     steps = torch.cat([sa(x[:, :3], cache=c)] + [sa(x[:, i:i + 1], cache=c) for i in range(3, 6)], 1)
     torch.testing.assert_close(steps, sa(x), atol=1e-5, rtol=1e-4)
-    src = (LIB/'attention.py').read_text() + (LIB/'models.py').read_text()
-    assert 'KVCache' not in src.replace('`KVCache`', '') and 'isinstance(cache' not in src and "hasattr(cache" not in src
 
 def test_seq2seq_uses_the_kv_cache():
     from transformers_scratch.seq2seq import Seq2SeqTransformer
     from transformers_scratch.generate import KVCache
-    m = Seq2SeqTransformer(16, 4, 1, 12, 20, 22).eval()
+    m = Seq2SeqTransformer(ModelConfig(emb=16, heads=4, depth=1, seq_len=12, n_tokens=22, src_tokens=20, pad_idx=1)).eval()
     c = m.new_cache()
     assert isinstance(c, KVCache)
     src, tgt = torch.randint(4, 20, (2, 7)), torch.randint(4, 22, (2, 6))
@@ -107,67 +107,85 @@ def test_seq2seq_uses_the_kv_cache():
     steps = torch.cat([m.decode(tgt[:, i:i + 1], mem, src != 1, c) for i in range(6)], 1)
     torch.testing.assert_close(steps, m.decode(tgt, mem, src != 1), atol=1e-5, rtol=1e-4)
 
-# --- one trunk, defaults that agree -----------------------------------------------------------------------------------
+# --- one configuration, one trunk -------------------------------------------------------------------------------------
 
-def test_one_trunk_in_every_model():
-    from transformers_scratch.models import Trunk, ClassificationTransformer, GenerationTransformer
+def _models():
+    "One of each model of the library, on small configurations that use many options"
+    from transformers_scratch.models import ClassificationTransformer, GenerationTransformer
     from transformers_scratch.mlm import MaskedLMTransformer
-    for m in (ClassificationTransformer(16, 4, 2, 12, 30, 3), GenerationTransformer(16, 4, 2, 12, 30), MaskedLMTransformer(16, 4, 2, 12, 30)):
-        assert isinstance(m.trunk, Trunk) and m.blocks is m.trunk.blocks and m.token_emb is m.trunk.token_emb
-    assert '_build_encoder' not in (LIB/'models.py').read_text() + (LIB/'mlm.py').read_text()
-    assert 'ClassificationTransformer.encode' not in (LIB/'mlm.py').read_text()
+    from transformers_scratch.seq2seq import Seq2SeqTransformer
+    c = ModelConfig(emb=16, heads=4, depth=2, seq_len=12, n_tokens=30)
+    return [ClassificationTransformer(replace(c, n_classes=3, pad_idx=1, pool='max', prenorm=False)),
+            GenerationTransformer(replace(c, tied=True, act='gelu_tanh', qkv_bias=True, eps=1e-6)),
+            MaskedLMTransformer(replace(c, pad_idx=1, tied=True, mult=2)),
+            Seq2SeqTransformer(replace(c, src_tokens=25, dec_depth=1, pad_idx=1, pos='sinusoidal', tied=True))]
 
-def test_classifier_loads_a_default_masked_lm_and_computes_the_same():
+def test_every_model_keeps_its_config_and_is_rebuilt_from_it_as_plain_data():
+    from transformers_scratch.models import Trunk
+    for m in _models():
+        assert isinstance(m.config, ModelConfig), type(m).__name__
+        d = json.loads(json.dumps(asdict(m.config)))                        # plain data, as a checkpoint stores it
+        m2 = type(m)(config_from_dict(d))
+        assert {k: v.shape for k, v in m2.state_dict().items()} == {k: v.shape for k, v in m.state_dict().items()}
+        m2.load_state_dict(m.state_dict())
+        trunks = [t for t in m.modules() if isinstance(t, Trunk)]
+        assert trunks, f"{type(m).__name__} has no Trunk"
+        for t in trunks:                                                     # every block and attention holds the same object's values
+            for mod in t.modules():
+                if hasattr(mod, 'config'): assert mod.config.emb == m.config.emb and mod.config.heads == m.config.heads
+
+def test_one_init_for_every_model():
+    for m in _models():
+        for name, p in m.named_parameters():
+            if p.dim() == 2 and 'norm' not in name:
+                assert abs(p.std().item() - 0.02) < 0.006, f"{type(m).__name__}.{name}: std {p.std().item():.3f}, not 0.02"
+
+def test_one_attention_module():
+    "Cross-attention is `SelfAttention` over a memory: every attention layer of every model is one class"
+    from transformers_scratch.attention import SelfAttention
+    for m in _models():
+        kinds = {type(mod).__name__ for mod in m.modules() if callable(getattr(mod, 'weights', None)) and mod is not m}
+        assert kinds == {'SelfAttention'}, (type(m).__name__, kinds)
+
+def test_classifier_loads_a_masked_lm_of_the_same_config_and_computes_the_same():
     from transformers_scratch.models import ClassificationTransformer
     from transformers_scratch.mlm import MaskedLMTransformer
     torch.manual_seed(0)
-    mlm = MaskedLMTransformer(16, 4, 2, 12, 30).eval()
-    clf = ClassificationTransformer(16, 4, 2, 12, 30, 2).load_encoder(mlm).eval()
+    c = ModelConfig(emb=16, heads=4, depth=2, seq_len=12, n_tokens=30, pad_idx=1)
+    mlm = MaskedLMTransformer(replace(c, tied=True)).eval()
+    clf = ClassificationTransformer(replace(c, n_classes=2)).load_encoder(mlm).eval()
     x = torch.cat([torch.ones(3, 2, dtype=torch.long), torch.randint(2, 30, (3, 8))], 1)   # front padding, pad_idx=1
     with torch.no_grad(): assert torch.equal(clf.encode(x), mlm.encode(x))
 
-# --- checkpoints of the layout before the trunk ------------------------------------------------------------------------
-
-def _old_layout(model):
-    "The state_dict with the key names of the release before `Trunk` (`blocks.0...`, `token_emb.weight`)"
-    return {k.removeprefix('trunk.'): v for k, v in model.state_dict().items()}
-
-def test_old_lm_checkpoint_loads(tmp_path):
-    from transformers_scratch.checkpoints import save_checkpoint
-    from transformers_scratch.lm import load_lm, _FORMAT
-    from transformers_scratch.models import GenerationTransformer
-    torch.manual_seed(0)
-    g = GenerationTransformer(16, 4, 2, 12, 30, prenorm=True)
-    class Old(torch.nn.Module):
-        def state_dict(self): return _old_layout(g)
-    p = save_checkpoint(tmp_path/'old.pt', _FORMAT, Old(), data='tinyshakespeare', level='char',
-                        config=dict(emb=16, heads=4, depth=2, seq_len=12, dropout=0.), vocab=sorted(chr(65 + i) for i in range(30)))
-    assert 'blocks.0.norm1.weight' in torch.load(p, weights_only=True)['state_dict']
-    ck = load_lm(p)
-    g2 = GenerationTransformer(16, 4, 2, 12, 30, prenorm=True)
-    g2.load_state_dict(ck['state_dict'])
-    x = torch.randint(0, 30, (2, 9))
-    assert torch.equal(g2.eval()(x), g.eval()(x))
-
-def test_old_encoder_checkpoint_loads_and_newer_versions_are_refused(tmp_path):
-    from transformers_scratch.checkpoints import save_checkpoint
-    from transformers_scratch.pretrain import load_encoder_file, _FORMAT
-    from transformers_scratch.mlm import MaskedLMTransformer
-    torch.manual_seed(0)
-    mlm = MaskedLMTransformer(16, 4, 1, 12, 30, fast=True)
-    class Old(torch.nn.Module):
-        def state_dict(self): return _old_layout(mlm)
-    info = dict(config=dict(emb=16, heads=4, depth=1, seq_len=12, dropout=0.), vocab=[str(i) for i in range(30)])
-    ck, got = load_encoder_file(save_checkpoint(tmp_path/'old.pt', _FORMAT, Old(), **info))
-    x = torch.randint(0, 30, (2, 9))
-    assert torch.equal(got.eval()(x), mlm.eval()(x))
-    save_checkpoint(tmp_path/'new.pt', _FORMAT, mlm, version=99, **info)
-    with pytest.raises(ValueError, match='format version 99') as e: load_encoder_file(tmp_path/'new.pt')
-    assert '\n' not in str(e.value)
+def test_no_import_cycles():
+    "No two modules of the package import each other, directly or through others, even inside a function"
+    graph = {}
+    for f in LIB.rglob('*.py'):
+        mod = '.'.join(f.relative_to(LIB).with_suffix('').parts)
+        pkg = mod.rsplit('.', 1)[0] if '.' in mod else ''
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = pkg.split('.')[:len(pkg.split('.')) - (node.level - 1)] if pkg else []
+                target = '.'.join([*base, *(node.module.split('.') if node.module else [])])
+                deps.update([target] if node.module else ['.'.join([*base, a.name]).strip('.') for a in node.names])
+            elif isinstance(node, (ast.ImportFrom, ast.Import)):
+                for n in ([node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]):
+                    if n and n.startswith('transformers_scratch.'): deps.add(n[len('transformers_scratch.'):])
+        graph[mod] = {d for d in deps if d and d != mod}
+    def reach(a, seen):
+        for d in graph.get(a, ()):
+            if d not in seen: seen.add(d); reach(d, seen)
+        return seen
+    cycles = sorted(f"{a} <-> {d}" for a in graph for d in graph[a] if a in reach(d, set()))
+    assert cycles == [], cycles
 
 def test_validators_are_not_named_check():
-    "`check_` names an exercise check only; argument validators are `validate_*`"
-    from transformers_scratch import models, generate, checkpoints
-    assert hasattr(models, 'validate_tokens') and not hasattr(models, 'check_tokens')
-    assert hasattr(checkpoints, 'validate_output') and not hasattr(checkpoints, 'check_output')
-    assert hasattr(generate, 'validate_sampling_args') and not hasattr(generate, 'check_sampling_args')
+    "`check_` names an exercise check, which lives in a checks module; argument validators are `validate_*`"
+    import importlib
+    bad = []
+    for f in LIB.glob('*.py'):
+        mod = importlib.import_module(f"transformers_scratch.{f.stem}") if f.stem not in ('cli', '_modidx') else None
+        if mod is None: continue
+        bad += [f"{f.stem}.{n}" for n in getattr(mod, '__all__', []) if n.startswith('check_')]
+    assert bad == [], bad

@@ -9,6 +9,7 @@ __all__ = ['attention_weights', 'attention', 'fast_attention', 'split_heads', 'm
 # %% ../nbs/03_attention.ipynb #220cbd9d
 import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from .masks import causal_mask, masked_softmax, neg_fill
+from .config import ModelConfig
 
 # %% ../nbs/03_attention.ipynb #a2d11c84
 # @title Solution: attention
@@ -54,35 +55,37 @@ def merge_heads(x):
 
 # %% ../nbs/03_attention.ipynb #fb68f580
 class SelfAttention(nn.Module):
-    "Multi-head self-attention with narrow (`e // h` per head) or wide (`e` per head) heads"
-    def __init__(self, emb,           # embedding size e
-                 heads=8,             # number of heads h
-                 causal=False,        # hide the future from each position
-                 wide=False,          # each head sees all of e (h times the parameters)
-                 fast=False,          # use `F.scaled_dot_product_attention`
-                 dropout=0.,          # dropout on the attention weights
-                 qkv_bias=False,      # biases on the query, key and value projections (GPT-2 has them)
+    "Multi-head attention with narrow (`e // h` per head) or wide (`e` per head) heads; self-attention, or over a memory `kv`"
+    def __init__(self, config,        # a `ModelConfig`: emb, heads, wide, fast, dropout, qkv_bias are used here
+                 causal=False,        # hide the future from each position (a decoder's self-attention)
                 ):
         super().__init__()
-        if emb < 1 or heads < 1: raise ValueError(f"emb and heads must be positive, got emb={emb}, heads={heads}")
-        if not wide and emb % heads != 0:
-            raise ValueError(f"heads ({heads}) must divide emb ({emb}) for narrow self-attention: "
-                             f"choose heads from {[d for d in range(1, emb + 1) if emb % d == 0][:12]}..., or use wide=True")
-        self.emb, self.heads, self.causal, self.wide, self.fast, self.dropout = emb, heads, causal, wide, fast, dropout
-        s = emb if wide else emb // heads
-        self.tokeys    = nn.Linear(emb, s * heads, bias=qkv_bias)
-        self.toqueries = nn.Linear(emb, s * heads, bias=qkv_bias)
-        self.tovalues  = nn.Linear(emb, s * heads, bias=qkv_bias)
-        self.unifyheads = nn.Linear(s * heads, emb)
+        c = self.config = config
+        self.emb, self.heads, self.wide, self.fast, self.dropout = c.emb, c.heads, c.wide, c.fast, c.dropout
+        self.causal = causal
+        hs = c.head_size * c.heads                 # e for narrow heads, h·e for wide ones
+        self.tokeys    = nn.Linear(c.emb, hs, bias=c.qkv_bias)
+        self.toqueries = nn.Linear(c.emb, hs, bias=c.qkv_bias)
+        self.tovalues  = nn.Linear(c.emb, hs, bias=c.qkv_bias)
+        self.unifyheads = nn.Linear(hs, c.emb)
 
-    def _qkv(self, x, pad_mask, cache):
+    def _qkv(self, x, pad_mask, cache, kv):
         b, t, e = x.size()
         if e != self.emb: raise ValueError(f"x: expected last dimension emb={self.emb}, got {e}")
-        h = self.heads
-        q, k, v = (split_heads(f(x), h) for f in (self.toqueries, self.tokeys, self.tovalues))  # (b, h, t, s)
+        src = x if kv is None else kv                                              # where the keys and values come from
+        if kv is not None and (kv.dim() != 3 or kv.size(0) != b or kv.size(2) != e):
+            raise ValueError(f"kv: expected shape ({b}, t_kv, {e}), got {tuple(kv.shape)}")
         if pad_mask is not None:
-            if pad_mask.shape != (b, t): raise ValueError(f"pad_mask: expected shape {(b, t)}, got {tuple(pad_mask.shape)}")
+            if pad_mask.shape != src.shape[:2]:
+                raise ValueError(f"pad_mask: expected shape {tuple(src.shape[:2])}, got {tuple(pad_mask.shape)}")
             pad_mask = pad_mask.bool()
+        h = self.heads
+        q = split_heads(self.toqueries(x), h)                                      # (b, h, t, s)
+        def keys_values(): return split_heads(self.tokeys(src), h), split_heads(self.tovalues(src), h)   # (b, h, t_k, s)
+        if kv is not None:                                         # a memory's keys never change: a cache computes them once
+            k, v = keys_values() if cache is None else cache.fixed(keys_values)
+            return q, k, v, None if pad_mask is None else pad_mask[:, None, None, :]
+        k, v = keys_values()
         if cache is not None: k, v, pad_mask = cache.update(k, v, pad_mask)   # all keys so far, and which of them are real
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
@@ -91,21 +94,23 @@ class SelfAttention(nn.Module):
             mask = cm if mask is None else mask & cm
         return q, k, v, mask
 
-    def forward(self, x,              # (b, t, e)
-                pad_mask=None,        # (b, t) bool, True at real tokens
-                cache=None,           # a layer cache for incremental decoding: `k, v, pad_mask = cache.update(k, v, pad_mask)`
+    def forward(self, x,              # (b, t, e): the queries' positions (and, without `kv`, the keys' and values')
+                pad_mask=None,        # (b, t_k) bool, True at real keys: tokens of x, or of kv
+                cache=None,           # a layer cache for incremental decoding: `cache.update(k, v, pad_mask)`, `cache.fixed(compute)`
+                kv=None,              # (b, t_kv, e): attend over this memory instead of x (cross-attention; never causal)
                ):
         "(b, t, e) -> (b, t, e)"
-        q, k, v, mask = self._qkv(x, pad_mask, cache)
+        q, k, v, mask = self._qkv(x, pad_mask, cache, kv)
         if self.fast:
-            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=self.causal and mask is None and q.size(2) == k.size(2))
+            causal = self.causal and kv is None and mask is None and q.size(2) == k.size(2)
+            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=causal)
         else: out = attention(q, k, v, mask, self.dropout, self.training)
         return self.unifyheads(merge_heads(out))
 
-    def weights(self, x, pad_mask=None):
-        "The attention weights (b, h, t, t), for looking inside"
-        q, k, v, mask = self._qkv(x, pad_mask, None)
-        if self.causal and mask is None: mask = causal_mask(x.size(1), device=x.device)  # the fast path leaves it to SDPA
+    def weights(self, x, pad_mask=None, kv=None):
+        "The attention weights (b, h, t, t_k), for looking inside"
+        q, k, v, mask = self._qkv(x, pad_mask, None, kv)
+        if self.causal and kv is None and mask is None: mask = causal_mask(x.size(1), device=x.device)  # the fast path leaves it to SDPA
         return attention_weights(q, k, mask)
 
 # %% ../nbs/03_attention.ipynb #02bd9e0d

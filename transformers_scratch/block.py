@@ -8,6 +8,7 @@ __all__ = ['ACTIVATIONS', 'layer_norm', 'feedforward', 'TransformerBlock', 'post
 # %% ../nbs/05_block.ipynb #c06fb19c
 import copy, torch, torch.nn as nn, torch.nn.functional as F
 from .attention import SelfAttention
+from .config import ModelConfig
 
 # %% ../nbs/05_block.ipynb #cdc6ccf6
 # @title Solution: layer norm
@@ -36,22 +37,17 @@ def feedforward(emb, mult=4, dropout=0.,
 
 # %% ../nbs/05_block.ipynb #a2b67f07
 class TransformerBlock(nn.Module):
-    "Self-attention and an MLP, each with a residual connection and LayerNorm (after, or before with `prenorm`)"
-    def __init__(self, emb, heads,      # embedding size, number of heads
-                 mult=4,                # hidden size of the MLP, as a multiple of emb
-                 dropout=0.,            # dropout after attention and MLP (and on the attention weights)
-                 causal=False, wide=False, fast=False,
-                 prenorm=False,         # LayerNorm before each sublayer (GPT-2) instead of after (the original)
-                 act='relu',            # the MLP's nonlinearity (`ACTIVATIONS`): GPT-2 uses 'gelu_tanh'
-                 qkv_bias=False,        # biases on the query, key and value projections (GPT-2)
-                 eps=1e-5,              # the LayerNorms' eps
+    "Self-attention and an MLP, each with a residual connection and LayerNorm (after each, or before with `config.prenorm`)"
+    def __init__(self, config,          # a `ModelConfig`: emb, heads, mult, act, dropout, prenorm, eps, and the attention's options
+                 causal=False,          # causal self-attention (a decoder's block)
                 ):
         super().__init__()
-        self.attention = SelfAttention(emb, heads=heads, causal=causal, wide=wide, fast=fast, dropout=dropout, qkv_bias=qkv_bias)
-        self.norm1, self.norm2 = nn.LayerNorm(emb, eps), nn.LayerNorm(emb, eps)
-        self.ff = feedforward(emb, mult, dropout, act)
-        self.do = nn.Dropout(dropout)
-        self.prenorm = prenorm
+        c = self.config = config
+        self.attention = SelfAttention(c, causal=causal)
+        self.norm1, self.norm2 = nn.LayerNorm(c.emb, c.eps), nn.LayerNorm(c.emb, c.eps)
+        self.ff = feedforward(c.emb, c.mult, c.dropout, c.act)
+        self.do = nn.Dropout(c.dropout)
+        self.prenorm = c.prenorm
 
     def forward(self, x,            # (b, t, e)
                 pad_mask=None,      # (b, t) bool, True at real tokens
@@ -75,9 +71,9 @@ def prenorm_block(blk, x, pad_mask=None, cache=None):
     return h + blk.ff(blk.norm2(h))
 
 # %% ../nbs/05_block.ipynb #f4281d0b
-def block_params(emb, heads, mult=4, wide=False, qkv_bias=False):
-    "Parameters of `TransformerBlock(emb, heads, mult, wide=wide, qkv_bias=qkv_bias)`, from the formula"
-    s = emb if wide else emb // heads                          # head size
-    attn = 3 * (emb + qkv_bias) * s * heads + (s * heads * emb + emb)   # q, k, v (biases with qkv_bias) + unifyheads
-    ff = (emb * mult * emb + mult * emb) + (mult * emb * emb + emb)
-    return attn + ff + 2 * 2 * emb                             # + two LayerNorms (γ, β)
+def block_params(config):
+    "Parameters of `TransformerBlock(config)`, from the formula"
+    e, m, hs = config.emb, config.mult, config.head_size * config.heads     # hs: e for narrow heads, h·e for wide ones
+    attn = 3 * (e + config.qkv_bias) * hs + (hs * e + e)       # q, k, v (biases with qkv_bias) + unifyheads
+    ff = (e * m * e + m * e) + (m * e * e + e)
+    return attn + ff + 2 * 2 * e                               # + two LayerNorms (γ, β)

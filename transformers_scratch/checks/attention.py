@@ -9,6 +9,7 @@ __all__ = ['check_attention', 'check_split_heads', 'check_merge_heads', 'check_s
 import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
 from ..core import *
 from ..attention import *
+from ..config import ModelConfig
 
 # %% ../../nbs/03_attention.ipynb #1348cdf2
 #| code-fold: true
@@ -263,13 +264,13 @@ def check_selfattention_forward(fn):
     "Check `fn(sa, x)`: the forward of `SelfAttention` `sa` on (b, t, e), without masks, dropout or cache"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        cases = [(SelfAttention(12, heads=3), rand(1, 5, 12, seed=0)),                              # a batch of one
-                 (SelfAttention(15, heads=5).double(), rand(3, 4, 15, seed=1, dtype=torch.float64)),  # odd e, s = 3
-                 (SelfAttention(7, heads=1), rand(2, 3, 7, seed=2)),                                # one head
-                 (SelfAttention(6, heads=2, wide=True), rand(2, 4, 6, seed=3)),                     # wide heads
-                 (SelfAttention(5, heads=3, wide=True), rand(1, 3, 5, seed=4)),
-                 (SelfAttention(8, heads=4).to(torch.bfloat16), rand(3, 2, 8, seed=5, dtype=torch.bfloat16))]
-        meta = SelfAttention(6, heads=2)
+        cases = [(SelfAttention(ModelConfig(emb=12, heads=3)), rand(1, 5, 12, seed=0)),                              # a batch of one
+                 (SelfAttention(ModelConfig(emb=15, heads=5)).double(), rand(3, 4, 15, seed=1, dtype=torch.float64)),  # odd e, s = 3
+                 (SelfAttention(ModelConfig(emb=7, heads=1)), rand(2, 3, 7, seed=2)),                                # one head
+                 (SelfAttention(ModelConfig(emb=6, heads=2, wide=True)), rand(2, 4, 6, seed=3)),                     # wide heads
+                 (SelfAttention(ModelConfig(emb=5, heads=3, wide=True)), rand(1, 3, 5, seed=4)),
+                 (SelfAttention(ModelConfig(emb=8, heads=4)).to(torch.bfloat16), rand(3, 2, 8, seed=5, dtype=torch.bfloat16))]
+        meta = SelfAttention(ModelConfig(emb=6, heads=2))
     wide_hint = ("right for narrow heads, wrong for wide ones (sa.wide=True): their projections have h·e features, so take "
                  "s from the projections' size and sa.heads, not from e")
     def on_error(e, args): return wide_hint if args[0].wide and run.ok else None

@@ -9,6 +9,7 @@ __all__ = ['check_layer_norm', 'check_feedforward', 'check_postnorm_block', 'che
 import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
 from ..core import *
 from ..block import *
+from ..config import ModelConfig
 
 # %% ../../nbs/05_block.ipynb #ae5a5219
 #| code-fold: true
@@ -189,7 +190,8 @@ def _test_blocks(prenorm):
         for emb, heads, mult, b, t, kw in ((12, 3, 2, 1, 7, dict(causal=True)), (10, 2, 4, 4, 5, dict(dropout=0.3)),
                                            (16, 4, 3, 3, 6, dict(dtype=torch.float64))):
             dtype = kw.pop('dtype', torch.float32)
-            blk = TransformerBlock(emb, heads, mult, prenorm=prenorm, **kw).eval().to(dtype)
+            causal = kw.pop('causal', False)
+            blk = TransformerBlock(ModelConfig(emb=emb, heads=heads, mult=mult, prenorm=prenorm, **kw), causal=causal).eval().to(dtype)
             with torch.no_grad():
                 for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
             blk.do = _Scale()

@@ -10,6 +10,7 @@ import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from ..core import *
 from ..positions import positions_from_pad
 from ..models import *
+from ..config import ModelConfig
 
 # %% ../../nbs/06_models.ipynb #d7322cd9
 #| code-fold: true
@@ -31,7 +32,8 @@ def _trunk_cases():
                  None, True),                                                                           # no padding, causal
                 (dict(emb=8, heads=2, depth=2, seq_len=8, n_tokens=20, mult=2, dtype=torch.bfloat16), 2, 5, [(1, 0), (0, 2)], True)):
             kw = dict(kw); dtype = kw.pop('dtype', torch.float32)
-            trunk = Trunk(**kw).eval().to(dtype)
+            causal = kw.pop('causal', False)
+            trunk = Trunk(ModelConfig(**{'pad_idx': 1, **kw}), causal=causal).eval().to(dtype)
             if scale: trunk.do = _Scale()
             with torch.no_grad():                           # LayerNorm weights that are not all 1 and 0: the norms count
                 for m in trunk.modules():
