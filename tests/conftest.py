@@ -15,3 +15,8 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+def stub(*args, **kwargs):
+    "An exercise left as the learner finds it: every check must answer 'not solved yet', whatever it is called with"
+    from transformers_scratch.core import TODO
+    raise TODO("write it")

@@ -98,3 +98,11 @@ def test_readme_links_both_editions_of_every_lesson():
             continue
         assert f'(nbs/{p.name})' in readme and f'(handout/{p.name})' in readme, p.name
         assert (ROOT/'handout'/p.name).exists(), f"handout/{p.name} missing: run tfs handout and commit handout/"
+
+def test_ruff_is_clean():
+    "pyflakes' rules (pyproject.toml) over the library, checks, tests, benchmarks, tools and notebooks: what CI's lint step runs"
+    import shutil, subprocess
+    ruff = shutil.which('ruff')
+    assert ruff, "ruff is a dev requirement: pip install -e '.[dev]'"
+    r = subprocess.run([ruff, 'check', '--output-format', 'concise'], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
