@@ -9,7 +9,7 @@ It trains once (`run_translate`, greedy BLEU), reloads the saved model and score
 one JSON object: BLEU, seconds (training, each decoding), training tokens/s, and the machine (CPU/GPU, threads, load
 average: the 2-core CI machine is often shared, so report the load with the timing).
 """
-import argparse, json, os, platform, tempfile, time
+import argparse, json, os, platform, tempfile
 from pathlib import Path
 import torch
 from transformers_scratch.translate import run_translate, load_translator, multi30k, evaluate_bleu

@@ -1,20 +1,27 @@
 "Encoder-decoder and translation: shapes, causality, padding, fast/explicit, cache, greedy/beam, bad input, `tfs translate`."
 import io, json, sys
 import pytest, torch
-from transformers_scratch.seq2seq import (Seq2SeqTransformer, CrossAttention, DecoderBlock, translate, translate_batch,
-                                          greedy_decode, attention_maps)
+from dataclasses import asdict
+from transformers_scratch.config import ModelConfig, ConfigError
+from transformers_scratch.attention import SelfAttention
+from transformers_scratch.models import attention_maps
+from transformers_scratch.seq2seq import Seq2SeqTransformer, DecoderBlock, translate, translate_batch, greedy_decode
 from transformers_scratch.translate import (tokenize, detokenize, Vocab, corpus_bleu, multi30k, load_translator,
-                                            translate_config, SPECIALS)
+                                            save_translator, translate_config, translate_sentences, Translator, SPECIALS)
 from transformers_scratch.cli import main
 
-def model(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, tgt_tokens=30, seed=0, **kw):
+def config(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, n_tokens=30, **kw):
+    kw = {'pad_idx': 1, 'pos': 'sinusoidal', 'tied': True, **kw}     # translate's defaults
+    return ModelConfig(emb=emb, heads=heads, depth=depth, seq_len=seq_len, src_tokens=src_tokens, n_tokens=n_tokens, **kw)
+
+def model(seed=0, **kw):
     torch.manual_seed(seed)
-    return Seq2SeqTransformer(emb, heads, depth, seq_len, src_tokens, tgt_tokens, **kw).eval()
+    return Seq2SeqTransformer(config(**kw)).eval()
 
 def ids(*shape, lo=4, hi=30, seed=0):
     return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
 
-VARIANTS = [dict(), dict(fast=True), dict(prenorm=False), dict(pos='learned', tie=False), dict(dec_depth=1, mult=2)]
+VARIANTS = [dict(), dict(fast=True), dict(prenorm=False), dict(pos='learned', tied=False), dict(dec_depth=1, mult=2)]
 
 # --- the model -----------------------------------------------------------------------------------------------------
 
@@ -58,39 +65,57 @@ def test_fast_equals_explicit(kw):
     assert torch.allclose(fast(src, tgt), slow(src, tgt), atol=1e-5)
 
 def test_cross_attention_fast_and_mask():
+    "Cross-attention is `SelfAttention` given `kv=`: the fast path agrees, padding of the memory changes nothing"
     torch.manual_seed(0)
-    ca, fa = CrossAttention(12, heads=3).eval(), CrossAttention(12, heads=3, fast=True).eval()
+    ca, fa = SelfAttention(ModelConfig(emb=12, heads=3)).eval(), SelfAttention(ModelConfig(emb=12, heads=3, fast=True)).eval()
     fa.load_state_dict(ca.state_dict())
     x, mem = torch.randn(3, 4, 12), torch.randn(3, 6, 12)
     pm = torch.tensor([[1] * 6, [1, 1, 0, 0, 0, 0], [0] * 6]).bool()       # the last row: nothing to attend to
-    out = ca(x, mem, pm)
-    assert torch.isfinite(out).all() and torch.allclose(fa(x, mem, pm), out, atol=1e-5)
-    assert torch.allclose(out[1], ca(x[1:2], mem[1:2, :2])[0], atol=1e-5)
+    out = ca(x, pm, kv=mem)
+    assert torch.isfinite(out).all() and torch.allclose(fa(x, pm, kv=mem), out, atol=1e-5)
+    assert torch.allclose(out[1], ca(x[1:2], kv=mem[1:2, :2])[0], atol=1e-5)
+
+def test_model_is_built_from_its_config():
+    "Two trunks (lesson 06) from one config: the encoder over src_tokens, the causal decoder of DecoderBlocks; tied head"
+    c = config(dec_depth=3, mult=2)
+    m = Seq2SeqTransformer(c)
+    assert m.config is c and m.encoder.config.n_tokens == 40 and m.decoder.config.n_tokens == 30
+    assert len(m.encoder.blocks) == 2 and len(m.decoder.blocks) == 3
+    assert all(type(b) is DecoderBlock and b.attention.causal and not b.cross_attention.causal for b in m.decoder.blocks)
+    assert m.toprobs.weight is m.decoder.token_emb.weight and m.toprobs.bias is None
+    assert m.decoder.blocks[0].ff[0].out_features == 64
+    assert Seq2SeqTransformer(config(tied=False)).toprobs.bias is not None
+    std = m.encoder.blocks[0].attention.tokeys.weight.std()                   # lesson 06's init_weights: N(0, 0.02)
+    assert 0.015 < std < 0.025 and (m.encoder.token_emb.weight[1] == 0).all()
 
 def test_fully_padded_source_gives_no_nan():
     assert torch.isfinite(model()(torch.ones(2, 5, dtype=torch.long), ids(2, 4))).all()
 
 @pytest.mark.parametrize('make, err, pat', [
-    (lambda: CrossAttention(10, heads=4), ValueError, 'divide'), (lambda: CrossAttention(0), ValueError, 'positive'),
-    (lambda: Seq2SeqTransformer(30, 4, 1, 10, 20, 20), ValueError, 'divide'),
-    (lambda: Seq2SeqTransformer(32, 4, 0, 10, 20, 20), ValueError, 'depth'),
+    (lambda: Seq2SeqTransformer(ModelConfig(emb=32, heads=4)), ConfigError, 'src_tokens'),
+    (lambda: model(emb=30), ConfigError, 'heads'), (lambda: model(depth=0), ConfigError, 'depth'),
+    (lambda: model(pad_idx=35), ConfigError, 'pad_idx'),
     (lambda: model()(ids(1, 25, hi=40), ids(1, 3)), ValueError, 'src.*seq_len'),
     (lambda: model()(ids(1, 5, hi=40), ids(1, 25)), ValueError, 'tgt.*seq_len'),
     (lambda: model()(ids(1, 5, hi=40).float(), ids(1, 3)), TypeError, 'src'),
     (lambda: model()(ids(1, 5, hi=40), ids(1, 3).float()), TypeError, 'tgt'),
     (lambda: model()(ids(2, 5, hi=40), ids(3, 3)), ValueError, 'rows'),
-    (lambda: CrossAttention(12, 3)(torch.randn(2, 3, 12), torch.randn(2, 4, 12), torch.ones(2, 5).bool()), ValueError, 'memory_pad_mask'),
+    (lambda: SelfAttention(ModelConfig(emb=12, heads=3))(torch.randn(2, 3, 12), torch.ones(2, 5).bool(), kv=torch.randn(2, 4, 12)),
+     ValueError, 'pad_mask'),
+    (lambda: model().decode(ids(2, 3), torch.randn(3, 5, 32)), ValueError, 'kv'),
 ])
 def test_bad_model_input(make, err, pat):
     with pytest.raises(err, match=pat): make()
 
 # --- decoding ------------------------------------------------------------------------------------------------------
 
-def argmax_loop(m, src, max_len, bos=2, eos=3):
-    "Greedy decoding as plainly as it gets: the whole model, the whole prefix, every step"
+def argmax_loop(m, src, max_len, bos=2, eos=3, never=(1, 2)):
+    "Greedy decoding as plainly as it gets: the whole model, the whole prefix, every step; never PAD or BOS (as translate)"
     ys = [bos]
     for _ in range(max_len):
-        nxt = int(m(src[None], torch.tensor([ys]))[0, -1].argmax())
+        logits = m(src[None], torch.tensor([ys]))[0, -1]
+        logits[list(never)] = float('-inf')
+        nxt = int(logits.argmax())
         if nxt == eos: break
         ys.append(nxt)
     return torch.tensor(ys[1:], dtype=torch.long)
@@ -103,15 +128,15 @@ def test_greedy_equals_argmax_loop_with_and_without_cache(kw):
         ref = argmax_loop(m, s, 15)
         assert torch.equal(translate(m, s, max_len=15), ref)
         assert torch.equal(translate(m, s, max_len=15, cache=False), ref)
-        assert torch.equal(greedy_decode(m, s, 15), ref)
+        assert torch.equal(greedy_decode(m, s, 15), argmax_loop(m, s, 15, never=()))   # lesson 30's exercise: the plain argmax
 
 def test_eos_and_bos_and_max_len_are_honoured():
-    m = model()
+    m = model(tied=False)
     with torch.no_grad(): m.toprobs.bias.zero_(); m.toprobs.bias[7] = 50.          # always token 7
     assert torch.equal(translate(m, ids(4, hi=40), max_len=6), torch.full((6,), 7))
     with torch.no_grad(): m.toprobs.bias[5] = 100.                                  # always token 5: used as EOS
     assert translate(m, ids(4, hi=40), eos_idx=5).numel() == 0
-    assert translate(m, ids(4, hi=40), max_len=100).numel() <= m.seq_len            # never beyond the positions
+    assert translate(m, ids(4, hi=40), max_len=100).numel() <= m.config.seq_len            # never beyond the positions
 
 @pytest.mark.parametrize('kw', VARIANTS[:3])
 def test_beam_one_equals_greedy_and_cache_equals_no_cache(kw):
@@ -134,7 +159,7 @@ def seq_logprob(m, src, out, eos=3):
 
 def test_beam_search_finds_likelier_translations():
     "Without length normalisation (alpha=0), beam search's total log-probability is at least greedy's on average"
-    m = model(seed=3)
+    m = model(seed=3, tied=False)
     with torch.no_grad(): m.toprobs.bias[3] = 2.                                    # EOS likely enough to end sentences
     srcs = [ids(n, hi=40, seed=s) for s, n in enumerate((4, 6, 8, 5, 7, 3))]
     g = sum(seq_logprob(m, s, translate(m, s, 20)) for s in srcs)
@@ -155,18 +180,50 @@ def test_bad_translate_arguments(kw, err, pat):
 def test_bad_source(src, err, pat):
     with pytest.raises(err, match=pat): translate(model(), src)
 
+def small_translator(m):
+    words = ['Hund', 'Park', 'im', 'läuft', 'Ein', '##.']
+    sv, tv = Vocab(SPECIALS + words + [f'w{i}' for i in range(40 - 10)]), Vocab(SPECIALS + [f'v{i}' for i in range(30 - 4)])
+    return Translator(m, sv, tv, 'de', 'en')
+
 def test_translate_restores_training_mode():
-    m = model(dropout=0.3).train()
-    translate(m, ids(5, hi=40))
-    assert m.training
+    "translate, translate_batch's callers and a Translator leave a training model in training mode (and an eval one in eval)"
+    for mode in (True, False):
+        m = model(dropout=0.3).train(mode)
+        translate(m, ids(5, hi=40))
+        assert m.training == mode
+        tr = small_translator(m)
+        tr("Ein Hund läuft im Park.", beam=2)
+        translate_sentences(m, tr.src_vocab, tr.tgt_vocab, ["Ein Hund.", "Im Park."])
+        assert m.training == mode and all(x.training == mode for x in m.modules())
 
 def test_attention_maps():
+    "Lesson 06's attention_maps names every layer: the encoder's, the decoder's causal self-attention, its cross-attention"
     m, src, tgt = model(), ids(2, 6, hi=40), ids(2, 4)
-    maps = attention_maps(m, src, tgt)
-    assert [len(maps[k]) for k in ('encoder', 'self', 'cross')] == [2, 2, 2]
-    assert maps['cross'][0].shape == (2, 4, 4, 6) and maps['self'][1].shape == (2, 4, 4, 4)
-    assert torch.allclose(maps['cross'][1].sum(-1), torch.ones(2, 4, 4))
-    assert maps['self'][0].triu(1).abs().sum() == 0
+    maps = dict(attention_maps(m, src, tgt))
+    assert sorted(maps) == sorted(f'{part}.blocks.{i}.{a}' for i in (0, 1) for part, a in
+                                  (('encoder', 'attention'), ('decoder', 'attention'), ('decoder', 'cross_attention')))
+    cross, dself = maps['decoder.blocks.1.cross_attention'], maps['decoder.blocks.1.attention']
+    assert cross.shape == (2, 4, 4, 6) and dself.shape == (2, 4, 4, 4)
+    assert torch.allclose(cross.sum(-1), torch.ones(2, 4, 4))
+    assert maps['decoder.blocks.0.attention'].triu(1).abs().sum() == 0
+    src[1, 3:] = 1                                                             # the second source padded after 3 tokens
+    assert dict(attention_maps(m, src, tgt))['decoder.blocks.0.cross_attention'][1, :, :, 3:].abs().sum() == 0
+
+def test_checkpoint_stores_the_config(tmp_path):
+    "save_translator writes asdict(model.config); load_translator rebuilds the same model from it, or names the damage"
+    m = model(mult=2, dec_depth=1)
+    tr = small_translator(m)
+    p = save_translator(tr, tmp_path/'tr.pt')
+    ck = torch.load(p, weights_only=True)
+    assert ck['format'] == 'transformers_scratch.translate/2' and ck['config'] == asdict(m.config)
+    tr2 = load_translator(p)
+    assert tr2.model.config == m.config and not tr2.model.training
+    assert tr2("Ein Hund läuft im Park.") == tr("Ein Hund läuft im Park.")
+    for bad, pat in ((dict(n_tokens=31), 'n_tokens=31'), (dict(src_tokens=None), 'src_tokens=None'), (dict(pad_idx=0), 'pad_idx=0'),
+                     (dict(heads=5), 'config heads'), (dict(tie=True), 'unknown keys')):
+        torch.save(dict(ck, config={**ck['config'], **bad}), tmp_path/'bad.pt')
+        with pytest.raises(ValueError, match=pat) as e: load_translator(tmp_path/'bad.pt')
+        assert 'damaged' in str(e.value) and '\n' not in str(e.value)
 
 # --- data ----------------------------------------------------------------------------------------------------------
 
@@ -239,8 +296,3 @@ def test_cli_train_save_load_translate(tmp_path, monkeypatch, capsys):
     (tmp_path/'junk.pt').write_text('junk')
     code, out, err = tfs('translate', '--model', str(tmp_path/'junk.pt'), 'Ein Hund.', capsys=capsys)
     assert code == 2 and 'not a model' in err
-
-def test_ff_mult_is_a_deprecated_alias_of_mult():
-    a, b = Seq2SeqTransformer(16, 4, 1, 12, 20, 22, ff_mult=2), Seq2SeqTransformer(16, 4, 1, 12, 20, 22, mult=2)
-    assert {k: v.shape for k, v in a.state_dict().items()} == {k: v.shape for k, v in b.state_dict().items()}
-    assert a.decoder[0].ff[0].out_features == 32

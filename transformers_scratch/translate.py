@@ -10,7 +10,8 @@ __all__ = ['LANGS', 'SPLITS', 'SPECIALS', 'UNK', 'PAD', 'BOS', 'EOS', 'QUICK', '
            'run_translate']
 
 # %% ../nbs/31_translate.ipynb #e2c65648
-import re, sys, time, math, collections
+import re, time, collections
+from dataclasses import asdict, fields
 from functools import partial
 from pathlib import Path
 import torch
@@ -21,12 +22,13 @@ from fastai.learner import Learner
 from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
-from fastai.torch_core import set_seed
-from .checkpoints import save_checkpoint, load_checkpoint, validate_output, validate_config
-from .runtime import default_device, set_precision
+from .checkpoints import save_checkpoint, load_checkpoint
+from .config import ModelConfig, config_from_dict
+from .runtime import default_device, set_precision, evaluating, model_device, n_params
+from .training import start_run
 from .data import multi30k_pairs
-from .seq2seq import (Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch,
-                                          attention_maps)
+from .models import attention_maps
+from .seq2seq import Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch, _count
 
 # %% ../nbs/31_translate.ipynb #0291d62f
 LANGS = ('en', 'de', 'fr')
@@ -139,8 +141,9 @@ def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, mult=4, 
                         pos='sinusoidal', fast=True, precision='auto', model=None):
     "A fastai `Learner` training a `Seq2SeqTransformer` on `translation_dls`"
     if model is None:
-        model = Seq2SeqTransformer(emb, heads, depth, dls.seq_len, len(dls.src_vocab), len(dls.tgt_vocab), PAD, PAD,
-                                   pos=pos, dropout=dropout, fast=fast, mult=mult, dec_depth=dec_depth)
+        model = Seq2SeqTransformer(ModelConfig(emb=emb, heads=heads, depth=depth, dec_depth=dec_depth, mult=mult, dropout=dropout,
+                                               seq_len=dls.seq_len, src_tokens=len(dls.src_vocab), n_tokens=len(dls.tgt_vocab),
+                                               pad_idx=PAD, pos=pos, fast=fast, tied=True))
     learn = Learner(dls, model, loss_func=Seq2SeqLoss(PAD, smoothing), opt_func=partial(Adam, wd=wd),
                     metrics=token_accuracy, cbs=GradientClip(clip))
     return set_precision(learn, precision)
@@ -155,16 +158,15 @@ def corpus_bleu(hyps, refs, lowercase=True):
 def translate_sentences(model, src_vocab, tgt_vocab, sentences,
                         beam=1, bs=128, alpha=1.0, max_len=None):
     "Translate a list of sentences in batches of similar length: a list of strings"
-    model.eval()
-    dev = next(model.parameters()).device
-    ids = [src_vocab.encode(s)[:model.seq_len] or [UNK] for s in sentences]
+    dev, L = model_device(model), model.config.seq_len
+    ids = [src_vocab.encode(s)[:L] or [UNK] for s in sentences]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = [None] * len(ids)
-    with torch.no_grad():
+    with torch.no_grad(), evaluating(model):                             # the model's mode is restored afterwards
         for i in range(0, len(order), bs):
             chunk = order[i:i + bs]
             src = pad_sequence([torch.tensor(ids[j]) for j in chunk], batch_first=True, padding_value=PAD).to(dev)
-            n = max_len or min(model.seq_len, int(src.size(1) * 1.5) + 10)
+            n = max_len or min(L, int(src.size(1) * 1.5) + 10)
             for j, y in zip(chunk, translate_batch(model, src, n, BOS, EOS, beam, True, alpha)):
                 out[j] = tgt_vocab.decode(y.tolist())
     return out
@@ -178,23 +180,20 @@ def evaluate_bleu(model, src_vocab, tgt_vocab, pairs, beam=1, bs=128):
             'seconds': round(time.perf_counter() - t0, 1), 'hyps': hyps}
 
 # %% ../nbs/31_translate.ipynb #1a4773cb
-_FORMAT = 'transformers_scratch.translate/1'
-_MODEL_KEYS = ('emb', 'heads', 'depth', 'dec_depth', 'mult', 'seq_len', 'pos')
+_FORMAT = 'transformers_scratch.translate/2'   # 2: the config is `asdict(ModelConfig)`
 
 class Translator:
     "A trained `Seq2SeqTransformer` with its vocabularies: text in, text out"
-    def __init__(self, model, src_vocab, tgt_vocab, src='de', tgt='en', config=None):
+    def __init__(self, model, src_vocab, tgt_vocab, src='de', tgt='en'):
         self.model, self.src_vocab, self.tgt_vocab, self.src, self.tgt = model, src_vocab, tgt_vocab, src, tgt
-        self.config = config or {}
     @classmethod
-    def from_learner(cls, learn, src='de', tgt='en', config=None):
-        return cls(learn.model, learn.dls.src_vocab, learn.dls.tgt_vocab, src, tgt, config)
+    def from_learner(cls, learn, src='de', tgt='en'):
+        return cls(learn.model, learn.dls.src_vocab, learn.dls.tgt_vocab, src, tgt)
     def __call__(self, text, beam=1, max_len=None):
         "The translation of the sentence `text`"
         if not isinstance(text, str): raise TypeError(f"text: expected a string, got {type(text).__name__}")
         if not text.strip(): raise ValueError("text: the sentence to translate is empty")
-        if beam < 1: raise ValueError(f"beam: expected an integer >= 1, got {beam}")
-        if beam > len(self.tgt_vocab): raise ValueError(f"beam: at most the target vocabulary's {len(self.tgt_vocab)} tokens, got {beam}")
+        if _count('beam', beam) > len(self.tgt_vocab): raise ValueError(f"beam: at most the target vocabulary's {len(self.tgt_vocab)} tokens, got {beam}")
         return translate_sentences(self.model.float(), self.src_vocab, self.tgt_vocab, [text], beam, max_len=max_len)[0]
 
 def translate_text(learn, text, beam=1):
@@ -203,8 +202,8 @@ def translate_text(learn, text, beam=1):
     return tr(text, beam)
 
 def save_translator(tr, path):
-    "Write `Translator` `tr` to `path` (configuration, vocabularies, weights)"
-    return save_checkpoint(path, _FORMAT, tr.model, src=tr.src, tgt=tr.tgt, config=tr.config,
+    "Write `Translator` `tr` to `path` (the model's configuration as plain data, the vocabularies, the weights)"
+    return save_checkpoint(path, _FORMAT, tr.model, src=tr.src, tgt=tr.tgt, config=asdict(tr.model.config),
                            src_vocab=tr.src_vocab.itos, tgt_vocab=tr.tgt_vocab.itos)
 
 def load_translator(path):
@@ -212,28 +211,25 @@ def load_translator(path):
     what = 'a model written by `tfs translate --out`'
     ck = load_checkpoint(path, _FORMAT, 'model', what, hint=f"train one with `tfs translate --out {Path(path)}`",
                          keys=('config', 'src', 'tgt', 'src_vocab', 'tgt_vocab'))
-    c = ck['config']
-    try:
-        sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"model: {str(path)!r} is not {what} (damaged: vocabularies: {e})") from None
-    validate_config(c, len(sv) + len(tv), path, 'model', what)   # sizes in range, weights that fit in memory
-    try:
-        model = Seq2SeqTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(sv), len(tv), PAD, PAD, pos=c['pos'],
-                                   fast=True, mult=c.get('mult', c.get('ff_mult', 4)), dec_depth=c['dec_depth'])   # ff_mult: files of 0.x
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"model: {str(path)!r} is not {what} (damaged: {type(e).__name__} {e})") from None
+    bad = lambda why: ValueError(f"model: {str(path)!r} is not {what} (damaged: {why})")
+    try: sv, tv = Vocab(ck['src_vocab']), Vocab(ck['tgt_vocab'])
+    except (TypeError, ValueError) as e: raise bad(f"vocabularies: {e}") from None
+    c = config_from_dict(ck['config'], path, 'model', what)          # validated, and bounded in memory, before anything is built
+    if (c.src_tokens, c.n_tokens, c.pad_idx) != (len(sv), len(tv), PAD):
+        raise bad(f"config src_tokens={c.src_tokens}, n_tokens={c.n_tokens}, pad_idx={c.pad_idx} for vocabularies of "
+                  f"{len(sv)} and {len(tv)} tokens padded with {PAD}")
+    model = Seq2SeqTransformer(c)
     try: model.load_state_dict(ck['state_dict'])
     except RuntimeError as e: raise ValueError(f"model: {str(path)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
-    return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'], c)
+    return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'])
 
 # %% ../nbs/31_translate.ipynb #ef6b34be
 def translation_attention(tr, text, beam=1):
-    "(source tokens, output tokens, maps): the attention maps of `Translator` `tr` while it translates `text`"
+    "(source tokens, output tokens, `attention_maps`): the `(name, weights)` of every attention layer of `tr` on `text`"
     out = tr(text, beam)
-    src = torch.tensor(tr.src_vocab.encode(text)[:tr.model.seq_len])
-    tgt_ids = [BOS] + tr.tgt_vocab.encode(out)[:tr.model.seq_len - 1]
-    dev = next(tr.model.parameters()).device
+    L, dev = tr.model.config.seq_len, model_device(tr.model)
+    src = torch.tensor(tr.src_vocab.encode(text)[:L])
+    tgt_ids = [BOS] + tr.tgt_vocab.encode(out)[:L - 1]
     maps = attention_maps(tr.model, src[None].to(dev), torch.tensor([tgt_ids], device=dev))
     return [tr.src_vocab.itos[i] for i in src], ['xxbos'] + [tr.tgt_vocab.itos[i] for i in tgt_ids[1:]], maps
 
@@ -255,15 +251,13 @@ FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, mult=4, dropout=0.2, smoo
             epochs=30, lr=7e-4, wd=0.01, min_freq=2, beam=5, pos='sinusoidal')
 
 def translate_config(quick, **overrides):
-    "The quick or full training configuration, with `overrides` that are not None"
+    "The quick or full training configuration, with `overrides` that are not None; the model's part checked by `ModelConfig`"
     cfg = dict(QUICK if quick else FULL)
-    if 'ff_mult' in overrides: overrides['mult'] = overrides.pop('ff_mult')    # the former name of `mult`
     for k, v in overrides.items():
         if k not in cfg: raise ValueError(f"{k}: not a setting of the configuration; expected one of {sorted(cfg)}")
         if v is not None: cfg[k] = v
-    for k in ('emb', 'heads', 'depth', 'epochs', 'bs', 'beam', 'seq_len'):
-        if cfg[k] < 1: raise ValueError(f"{k}: expected a positive integer, got {cfg[k]}")
-    if cfg['emb'] % cfg['heads']: raise ValueError(f"heads: {cfg['heads']} heads must divide emb={cfg['emb']}")
+    ModelConfig(**{f.name: cfg[f.name] for f in fields(ModelConfig) if f.name in cfg})   # sizes and options: raises ConfigError
+    for k in ('epochs', 'bs', 'beam'): _count(k, cfg[k])
     return cfg
 
 # %% ../nbs/31_translate.ipynb #70d3bd25
@@ -283,20 +277,15 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
     if max_train is not None and max_train < cfg['bs']:
         raise ValueError(f"max_train: {max_train} pairs make no full batch of {cfg['bs']} (the last, partial batch is dropped): "
                          f"training would run zero steps; give at least {cfg['bs']}")
-    if out is not None: out = validate_output(out, 'out')          # before the work, not after it
-    dev = default_device()
-    if not quick and dev.type == 'cpu':
-        print("tfs: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes", file=sys.stderr)
-    t0 = time.perf_counter()
+    run = start_run(quick, out, seed)                              # lesson 09: `out` checked before the work, device, seed
     pairs = multi30k(src, tgt)
     if max_train: pairs['train'] = pairs['train'][:max_train]
     test = pairs['test_2016_flickr'][:max_test] if max_test else pairs['test_2016_flickr']
-    set_seed(seed)
-    dls = translation_dls(pairs, min_freq=cfg['min_freq'], bs=cfg['bs'], seq_len=cfg['seq_len'], device=dev)
+    dls = translation_dls(pairs, min_freq=cfg['min_freq'], bs=cfg['bs'], seq_len=cfg['seq_len'], device=run.device)
     if len(dls.train) == 0:
         raise ValueError(f"max_train: {len(dls.train.dataset)} usable training pairs make no full batch of {cfg['bs']}: training would run zero steps")
-    learn = translation_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['dec_depth'], cfg['mult'],
-                                cfg['dropout'], cfg['smoothing'], cfg['wd'], pos=cfg['pos'])
+    learn = translation_learner(dls, emb=cfg['emb'], heads=cfg['heads'], depth=cfg['depth'], dec_depth=cfg['dec_depth'],
+                                mult=cfg['mult'], dropout=cfg['dropout'], smoothing=cfg['smoothing'], wd=cfg['wd'], pos=cfg['pos'])
     t1 = time.perf_counter()
     if show: learn.fit_one_cycle(cfg['epochs'], cfg['lr'])
     else:
@@ -304,15 +293,15 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
     train_s = time.perf_counter() - t1
     _, valid_loss, acc = learn.recorder.values[-1]
     learn.model.float()
-    tr = Translator.from_learner(learn, src, tgt, {k: cfg[k] for k in _MODEL_KEYS})
+    tr = Translator.from_learner(learn, src, tgt)
     res = evaluate_bleu(learn.model, dls.src_vocab, dls.tgt_vocab, test, cfg['beam'])
     if show:
         for (s, t), h in list(zip(test, res['hyps']))[:3]: print(f"{s}\n  reference:   {t}\n  translation: {h}")
-    saved = save_translator(tr, out) if out else None
+    saved = save_translator(tr, run.out) if run.out else None
     n_tok = sum(len(x) + len(y) + 1 for x, y in dls.train.dataset) * cfg['epochs']
-    return {'bleu': res['bleu'], 'bleu_cased': res['bleu_cased'], 'valid_loss': round(float(valid_loss), 4),
-            'token_accuracy': round(float(acc), 4), 'seconds': round(time.perf_counter() - t0, 1),
+    return run.report({'bleu': res['bleu'], 'bleu_cased': res['bleu_cased'], 'valid_loss': round(float(valid_loss), 4),
+            'token_accuracy': round(float(acc), 4),
             'train_seconds': round(train_s, 1), 'tokens_per_s': round(n_tok / train_s), 'bleu_seconds': res['seconds'],
-            'device': dev.type, 'beam': cfg['beam'], 'src': src, 'tgt': tgt, 'quick': bool(quick), 'epochs': cfg['epochs'],
+            'beam': cfg['beam'], 'src': src, 'tgt': tgt, 'quick': bool(quick), 'epochs': cfg['epochs'],
             'train_pairs': len(dls.train.dataset), 'test_pairs': len(test),
-            'params': sum(p.numel() for p in learn.model.parameters()), 'model': str(saved) if saved else None}
+            'params': n_params(learn.model), 'model': str(saved) if saved else None})   # + 'seconds', 'device'

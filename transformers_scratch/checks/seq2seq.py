@@ -6,11 +6,12 @@
 __all__ = ['check_valid_lens', 'check_cross_attention', 'check_decoder_block', 'check_teacher_forcing', 'check_seq2seq_loss', 'check_greedy_decode']
 
 # %% ../../nbs/checks/30_seq2seq.checks.ipynb #d867405a
-import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
+import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from ..core import *
+from ..config import ModelConfig
 from ..seq2seq import *
 from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill
-from ..attention import attention, split_heads, merge_heads
+from ..attention import SelfAttention, split_heads, merge_heads
 from ..generate import KVCache
 
 # %% ../../nbs/30_seq2seq.ipynb #01e6c762
@@ -53,13 +54,13 @@ def check_valid_lens(fn):
 # %% ../../nbs/30_seq2seq.ipynb #caae9781
 #| code-fold: true
 # @title check_cross_attention
-def _ref_cross(ca, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True):
+def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True):
     "Cross-attention written out, with knobs for the usual mistakes; `zero`: a query that sees no key gets zero weights"
     b, t, e = x.shape
-    h = ca.heads; s = e // h
-    q = split_heads(ca.toqueries(x), h)
-    k = split_heads(ca.tokeys(x if kx else m), h)
-    v = split_heads(ca.tovalues(x if vx else m), h)
+    h = sa.heads; s = e // h
+    q = split_heads(sa.toqueries(x), h)
+    k = split_heads(sa.tokeys(x if kx else m), h)
+    v = split_heads(sa.tovalues(x if vx else m), h)
     w = q @ k.transpose(-2, -1) / math.sqrt(scale or s)
     if pm is not None and mask != 'none' and not kx:
         mk = pm[:, None, None, :]
@@ -70,19 +71,19 @@ def _ref_cross(ca, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=Tr
         if zero: w = w.masked_fill(~keep, 0.)             # lesson 02's masked_softmax: zeros where nothing may be seen
     else: w = F.softmax(w, -1)
     out = merge_heads(w @ v)
-    return ca.unifyheads(out) if unify else out
+    return sa.unifyheads(out) if unify else out
 
 def _cross_fixtures():
-    "(module, x, memory, memory_pad_mask) for a batch of 1 without a mask and batches of 3 and 4 with padded memory"
+    "(SelfAttention, x, memory, memory_pad_mask) for a batch of 1 without a mask and batches of 3 and 4 with padded memory"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        cas = [CrossAttention(12, heads=3).eval(), CrossAttention(8, heads=2, dropout=0.3).eval(), CrossAttention(10, heads=5).eval()]
+        sas = [SelfAttention(ModelConfig(emb=e, heads=h, dropout=p)).eval() for e, h, p in ((12, 3, 0.), (8, 2, 0.3), (10, 5, 0.))]
     x1, m1 = rand(1, 4, 12, seed=1), rand(1, 6, 12, seed=2)
     x3, m3 = rand(3, 5, 8, seed=3) * 2, rand(3, 3, 8, seed=4) * 2
     pm3 = torch.tensor([[1, 1, 1], [1, 1, 0], [1, 0, 0]]).bool()
     x4, m4 = rand(4, 2, 10, seed=5), rand(4, 7, 10, seed=6)
     pm4 = lengths_to_mask(torch.tensor([7, 2, 5, 4]), 7)
-    return [(cas[0], x1, m1, None), (cas[1], x3, m3, pm3), (cas[2], x4, m4, pm4)]
+    return [(sas[0], x1, m1, None), (sas[1], x3, m3, pm3), (sas[2], x4, m4, pm4)]
 
 def _cross_crash(e, args):
     "A RuntimeError on non-square fixtures is usually queries and keys taken from the wrong inputs"
@@ -92,58 +93,58 @@ def _cross_crash(e, args):
 
 @checker(solution='seq2seq.cross_attention')
 def check_cross_attention(fn):
-    "Check `fn(ca, x, memory, memory_pad_mask)` against cross-attention written out, on non-square (t_x ≠ t_m) fixtures"
-    for ca, x, m, pm in _cross_fixtures():
+    "Check `fn(sa, x, memory, memory_pad_mask)` against cross-attention written out (what `sa(x, memory_pad_mask, kv=memory)` computes), on non-square (t_x ≠ t_m) fixtures"
+    for sa, x, m, pm in _cross_fixtures():
         b, t, e = x.shape
         run = Runs(fn, on_error=_cross_crash)
         with torch.no_grad():
-            out = run(ca, x, m) if pm is None else run(ca, x, m, pm)
+            out = run(sa, x, m) if pm is None else run(sa, x, m, pm)
             expect(not (isinstance(out, torch.Tensor) and out.shape[:2] == m.shape[:2] and m.size(1) != t),
                    "the output has t_m positions: the queries come from x (the decoder), keys and values from memory")
             run.like(out, x)
             expect(not torch.isnan(out).any(), "NaN in the output: fill masked scores with a very negative finite number "
                    "(neg_fill), not +inf or -inf")
-            ref = _ref_cross(ca, x, m, pm)
+            ref = _ref_cross(sa, x, m, pm)
             if same(out, ref): continue
-            wrongs = [(_ref_cross(ca, x, m, pm, kx=True, vx=True), "keys and values from the decoder (x): in cross-attention "
+            wrongs = [(_ref_cross(sa, x, m, pm, kx=True, vx=True), "keys and values from the decoder (x): in cross-attention "
                        "they come from the encoder's memory, only the queries come from x"),
-                      (_ref_cross(ca, x, m, pm, scale=1), "you forgot to scale the scores by 1/√s, s = e // heads"),
-                      (_ref_cross(ca, x, m, pm, scale=e), "you scaled by √e: each head's dot products have s = e // heads terms, scale by √s"),
-                      (_ref_cross(ca, x, m, pm, unify=False), "you forgot ca.unifyheads: the heads' outputs are mixed by that last linear layer")]
+                      (_ref_cross(sa, x, m, pm, scale=1), "you forgot to scale the scores by 1/√s, s = e // heads"),
+                      (_ref_cross(sa, x, m, pm, scale=e), "you scaled by √e: each head's dot products have s = e // heads terms, scale by √s"),
+                      (_ref_cross(sa, x, m, pm, unify=False), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer")]
             if pm is not None:
                 for zero in (True, False):   # with and without lesson 02's zeros for a query that sees no key
-                    wrongs += [(_ref_cross(ca, x, m, pm, mask='none', zero=zero), "you forgot the memory mask: padded source "
+                    wrongs += [(_ref_cross(sa, x, m, pm, mask='none', zero=zero), "you forgot the memory mask: padded source "
                                 "tokens get attention; hide the keys where memory_pad_mask is False"),
-                               (_ref_cross(ca, x, m, pm, mask='inverted', zero=zero), "the memory mask is inverted: True marks "
+                               (_ref_cross(sa, x, m, pm, mask='inverted', zero=zero), "the memory mask is inverted: True marks "
                                 "the real tokens, hide the keys where it is False"),
-                               (_ref_cross(ca, x, m, pm, mask='after', zero=zero), "you masked after the softmax: the weights "
+                               (_ref_cross(sa, x, m, pm, mask='after', zero=zero), "you masked after the softmax: the weights "
                                 "no longer sum to 1, fill the scores before it"),
-                               (_ref_cross(ca, x, m, pm, mask='zero', zero=zero), "you filled masked scores with 0: exp(0) = 1 "
+                               (_ref_cross(sa, x, m, pm, mask='zero', zero=zero), "you filled masked scores with 0: exp(0) = 1 "
                                 "still gives them weight, fill with neg_fill(scores.dtype)")]
             diagnose(out, ref, wrongs, f"the values are wrong for x {tuple(x.shape)}, memory {tuple(m.shape)}: project, "
                      "split_heads, softmax(q kᵀ/√s) over the memory with its padding masked, times v, merge_heads, unifyheads")
-    ca, x, m, pm = _cross_fixtures()[1]                 # dropout=0.3 on the attention weights, in training mode
-    ca.train()
+    sa, x, m, pm = _cross_fixtures()[1]                 # dropout=0.3 on the attention weights, in training mode
+    sa.train()
     run = Runs(fn)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(1)
         outs = []
         for _ in range(100):
-            outs.append(run(ca, x, m, pm))
+            outs.append(run(sa, x, m, pm))
             run.like(outs[-1], x, 'the output in training mode')
         outs = torch.stack(outs)
-        refs = torch.stack([ca.unifyheads(merge_heads(attention(*ca._qkv(x, m, pm, None), 0.3, True))) for _ in range(100)])
-    ca.eval()
-    expect(outs.std(0).mean() > 1e-4, "in training mode dropout (ca.dropout) must act on the attention weights "
-           "(F.dropout, in training mode only: ca.training)")
+        refs = torch.stack([sa(x, pm, kv=m) for _ in range(100)])   # the library's module, with dropout
+    sa.eval()
+    expect(outs.std(0).mean() > 1e-4, "in training mode dropout (sa.dropout) must act on the attention weights "
+           "(F.dropout, in training mode only: sa.training)")
     expect_rate(outs.std(0).mean() / refs.std(0).mean(), 1., 0.2, "the spread of the output under dropout is not that of "
-                "dropout with p = ca.dropout on the attention weights: use ca.dropout, not a constant")
-    expect(same(outs.mean(0), _ref_cross(ca, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
+                "dropout with p = sa.dropout on the attention weights: use sa.dropout, not a constant")
+    expect(same(outs.mean(0), _ref_cross(sa, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
            "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
-    ca, x, m, pm = _cross_fixtures()[1]
+    sa, x, m, pm = _cross_fixtures()[1]
     pm0 = pm.clone(); pm0[2] = False                        # the third sentence's memory is all padding
     for dt in (torch.float32, torch.float16):               # and the fill must fit in half precision (-1e9 does not)
-        c, xx, mm = copy.deepcopy(ca).to(dt), x.to(dt), m.to(dt)
+        c, xx, mm = copy.deepcopy(sa).to(dt), x.to(dt), m.to(dt)
         run = Runs(fn, on_error=lambda e, a: f"your code raised {type(e).__name__} in {dt} ({str(e)[:60]}): fill with "
                    "neg_fill(scores.dtype), which fits every dtype, not a fixed -1e9 or float32's minimum")
         with torch.no_grad(): out = run(c, xx, mm, pm0)
@@ -154,7 +155,7 @@ def check_cross_attention(fn):
         if same(out, _ref_cross(c, xx, mm, pm0), **tol): continue
         expect(not same(out, _ref_cross(c, xx, mm, pm0, zero=False), **tol), "a sentence whose memory is all padding got "
                "uniform weights: its queries can see no key, so their weights are zeros (as lesson 02's masked_softmax "
-               "and the library's CrossAttention give): set the masked weights to 0 after the softmax")
+               "and the library's SelfAttention given kv=memory give): set the masked weights to 0 after the softmax")
         expect(False, f"wrong output in {dt} when a sentence's memory is all padding")
     with torch.no_grad(): on_device(fn, *_cross_fixtures()[1])
 
@@ -165,7 +166,8 @@ def _decoder_fixtures():
     "A pre-norm and a post-norm block (random LayerNorms, the second with dropout) and their irregular inputs"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        bp, bq = DecoderBlock(16, 4).eval(), DecoderBlock(12, 3, mult=2, dropout=0.2, prenorm=False).eval()
+        bp = DecoderBlock(ModelConfig(emb=16, heads=4)).eval()
+        bq = DecoderBlock(ModelConfig(emb=12, heads=3, mult=2, dropout=0.2, prenorm=False)).eval()
         for blk in (bp, bq):
             with torch.no_grad():
                 for n in (blk.norm1, blk.norm2, blk.norm3): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
@@ -182,8 +184,8 @@ def _ref_block(blk, x, m, pad, mpad, order='sca', res=(1, 1, 1), mem_norm=False,
     A, C, F_ = blk.attention, blk.cross_attention, blk.ff
     N = [(blk.norm1, blk.norm2, blk.norm3)[i] for i in norms]
     mp = mpad if use_mpad else None
-    subs = {'s': lambda h: C(h, h) if self_cross else A(h, pad if use_pad else None),
-            'c': lambda h: C(h, N[1](m) if mem_norm else m, mp), 'a': F_}
+    subs = {'s': lambda h: C(h, kv=h) if self_cross else A(h, pad if use_pad else None),
+            'c': lambda h: C(h, mp, kv=N[1](m) if mem_norm else m), 'a': F_}
     pre = blk.prenorm if prenorm is None else prenorm
     h = x
     for i, key in enumerate(order):
@@ -203,7 +205,7 @@ class _Halve(nn.Module):
 
 def _ref_do(blk, x, m, pad, mpad, sites='sc'):
     "The decoder block with `blk.do` after the sublayers named in `sites` ('s' self-, 'c' cross-attention, 'a' MLP)"
-    N, subs = (blk.norm1, blk.norm2, blk.norm3), {'s': lambda h: blk.attention(h, pad), 'c': lambda h: blk.cross_attention(h, m, mpad), 'a': blk.ff}
+    N, subs = (blk.norm1, blk.norm2, blk.norm3), {'s': lambda h: blk.attention(h, pad), 'c': lambda h: blk.cross_attention(h, mpad, kv=m), 'a': blk.ff}
     h = x
     for i, key in enumerate('sca'):
         f = (lambda h, f=subs[key]: blk.do(f(h))) if key in sites else subs[key]
@@ -224,7 +226,7 @@ def check_decoder_block(fn):
             wrongs = [(_ref_block(blk, x, m, pad, mpad, order='csa'), "cross-attention before self-attention: the target "
                        "first looks at itself (causal self-attention), then at the memory"),
                       (_ref_block(blk, x, m, pad, mpad, self_cross=True), "your self-attention is not causal: use blk.attention "
-                       "(causal), not the cross-attention with memory=x"),
+                       "(causal), not blk.cross_attention with kv=x"),
                       (_ref_block(blk, x, m, pad, mpad, res=(0, 1, 1)), "the self-attention's residual is missing"),
                       (_ref_block(blk, x, m, pad, mpad, res=(1, 0, 1)), "the cross-attention's residual is missing"),
                       (_ref_block(blk, x, m, pad, mpad, res=(1, 1, 0)), "the MLP's residual is missing"),
@@ -393,7 +395,6 @@ class _ScriptedModel(nn.Module):
     def __init__(self, v, eos, bos, stop, seed=0):
         super().__init__()
         self.v, self.eos, self.bos, self.stop, self.seq_len = v, eos, bos, stop, 64
-        self.src_pad_idx = self.tgt_pad_idx = 1
         self.w = nn.Parameter(torch.zeros(()))
         self.noise = rand(64, v, seed=seed) * 0.5
     def forward(self, src, tgt):
