@@ -28,6 +28,7 @@ The last line is a JSON object with every number and the machine it came from.
 """
 import argparse, json, os, platform, time, torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.runtime import default_device
+from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import generate
 
@@ -41,7 +42,7 @@ def timed(f, dev):
 def bench_kv(a, dev):
     "Greedy decoding with the preallocated KV cache (and, on CUDA, its one-token step replayed as a CUDA graph) vs none"
     torch.manual_seed(0)
-    m = GenerationTransformer(a.emb, a.heads, a.depth, a.seq_len, 65, fast=True, prenorm=True).to(dev).eval()
+    m = GenerationTransformer(ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len, n_tokens=65, fast=True)).to(dev).eval()
     ways = {'cache': dict(cache=True), 'no_cache': dict(cache=False)}
     if dev.type == 'cuda': ways = {'cache_cuda_graph': dict(cache=True, cuda_graph=True), 'cache_eager': dict(cache=True, cuda_graph=False), **ways}
     first = next(iter(ways))
@@ -82,8 +83,8 @@ class TorchLM(nn.Module):
 def bench_throughput(a, dev):
     torch.manual_seed(0)
     V = 65
-    models = {'ours_fast': GenerationTransformer(a.emb, a.heads, a.depth, a.seq_len, V, dropout=a.dropout, fast=True, prenorm=True),
-              'ours_explicit': GenerationTransformer(a.emb, a.heads, a.depth, a.seq_len, V, dropout=a.dropout, fast=False, prenorm=True),
+    models = {'ours_fast': GenerationTransformer(ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len, n_tokens=V, dropout=a.dropout, fast=True)),
+              'ours_explicit': GenerationTransformer(ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len, n_tokens=V, dropout=a.dropout)),
               'torch_encoder_layer': TorchLM(a.emb, a.heads, a.depth, a.seq_len, V, a.dropout)}
     n_params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
     opts = {k: torch.optim.AdamW(m.to(dev).train().parameters(), lr=1e-4) for k, m in models.items()}
@@ -112,7 +113,8 @@ def bench_train(a, dev):
     batch, gradient clipping and random windows of one text, interleaved rounds"""
     from fastai.torch_core import set_seed
     from transformers_scratch.runtime import precision_for
-    from transformers_scratch.lm import char_dls, lm_learner
+    from transformers_scratch.lmdata import char_dls
+    from transformers_scratch.lm import lm_learner
     from transformers_scratch.training import has_fused_adamw
     from fastai.callback.core import Callback
     V, L, bs = 65, a.seq_len, a.bs
@@ -127,7 +129,7 @@ def bench_train(a, dev):
         def after_train(self): sync(dev); self.secs = time.perf_counter() - self.t0
     learn.add_cb(Timer())
     # plain: nanoGPT's loop
-    model = GenerationTransformer(a.emb, a.heads, a.depth, L, V, dropout=a.dropout, fast=True, prenorm=True).to(dev).train()
+    model = GenerationTransformer(ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=L, n_tokens=V, dropout=a.dropout, fast=True)).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), eps=1e-5, weight_decay=0.1, fused=has_fused_adamw(dev))
     step_model = torch.compile(model) if a.compile else model
     prec = precision_for(dev)

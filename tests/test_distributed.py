@@ -1,6 +1,5 @@
 "Data-parallel training in 2 CPU processes (gloo, `torchrun`): both learners end with the same weights after reading different shards"
 import json, os, subprocess, sys, pathlib
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -10,7 +9,8 @@ from fastai.data.core import DataLoaders
 from fastai.data.load import DataLoader
 from fastai.distributed import DistributedDL
 from fastai.torch_core import set_seed
-from transformers_scratch.lm import char_dls, lm_learner
+from transformers_scratch.lmdata import char_dls
+from transformers_scratch.lm import lm_learner
 from transformers_scratch.classify import classifier_learner
 from transformers_scratch.training import data_parallel, is_main_process
 

@@ -70,8 +70,9 @@ def test_causal_scores_from_lesson_02():
     assert_check(check_causal_scores, causal_scores, [
         (rows_first, r'last\* positions'), (cpu_mask, "stay on the inputs' device"), (square_only, 'not square')])
     from transformers_scratch.attention import SelfAttention
+    from transformers_scratch.config import ModelConfig
     torch.manual_seed(0)
-    att = SelfAttention(8, 2, causal=True, fast=False).eval()
+    att = SelfAttention(ModelConfig(emb=8, heads=2, depth=1, seq_len=8, n_tokens=2), causal=True).eval()
     x = torch.randn(1, 6, 8)
     class Cache:                                              # any object with `update` (lesson 03 knows no cache class)
         def __init__(self): self.k = self.v = None

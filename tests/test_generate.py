@@ -1,14 +1,17 @@
 "Generation: argument checks, KV-cache equality, seeds, cropping, text errors, and `tfs generate` end to end."
-import json, math, os, subprocess, sys, pathlib
+import json, math, os, subprocess
+from dataclasses import asdict
 import pytest, torch
 from transformers_scratch.models import GenerationTransformer
-from transformers_scratch.generate import generate, generate_text, next_token
-from transformers_scratch.lm import CharVocab, save_lm, load_lm, lm_dls, lm_learner, lm_config, run_generate
+from transformers_scratch.generate import generate, generate_text, next_token, validate_sampling_args, MIN_TEMPERATURE, MAX_NEW_TOKENS
+from transformers_scratch.config import ModelConfig
+from transformers_scratch.lmdata import CharVocab, lm_dls
+from transformers_scratch.lm import save_lm, load_lm, lm_learner, lm_config, run_generate
 from transformers_scratch.cli import main
 
 def model(seq_len=12, n_tokens=23, **kw):
     torch.manual_seed(0)
-    return GenerationTransformer(32, 4, 2, seq_len=seq_len, n_tokens=n_tokens, **kw).eval()
+    return GenerationTransformer(ModelConfig(emb=32, heads=4, depth=2, seq_len=seq_len, n_tokens=n_tokens, **kw)).eval()
 
 PROMPT = torch.tensor([3, 1, 4, 1, 5, 9, 2])
 
@@ -17,7 +20,7 @@ PROMPT = torch.tensor([3, 1, 4, 1, 5, 9, 2])
 @pytest.mark.parametrize('kw, err, pat', [
     (dict(temperature=0), ValueError, r'temperature.*greedy=True'), (dict(temperature=-0.5), ValueError, 'temperature'),
     (dict(temperature=float('nan')), ValueError, 'temperature'), (dict(temperature=float('inf')), ValueError, 'temperature'),
-    (dict(temperature='1'), TypeError, 'temperature'),
+    (dict(temperature='1'), TypeError, 'temperature'), (dict(temperature=MIN_TEMPERATURE / 2), ValueError, 'temperature'),
     (dict(top_k=0), ValueError, 'top_k'), (dict(top_k=-3), ValueError, 'top_k'), (dict(top_k=1.5), TypeError, 'top_k'),
     (dict(top_p=0), ValueError, r'top_p.*\(0, 1\]'), (dict(top_p=1.01), ValueError, 'top_p'), (dict(top_p=-0.1), ValueError, 'top_p'),
     (dict(min_p=1), ValueError, r'min_p.*\[0, 1\)'), (dict(min_p=-0.01), ValueError, 'min_p'),
@@ -32,10 +35,17 @@ def test_bad_sampling_arguments(kw, err, pat):
     (torch.tensor([], dtype=torch.long), 5, ValueError, 'empty'), (PROMPT.float(), 5, TypeError, 'integers'),
     (PROMPT.bool(), 5, TypeError, 'integers'), (PROMPT[None], 5, ValueError, '1-D'), ([3, 1, 4], 5, TypeError, 'prompt'),
     (torch.tensor([3, 23]), 5, ValueError, r'\[0, 23\)'), (torch.tensor([-1]), 5, ValueError, r'\[0, 23\)'),
-    (PROMPT, -1, ValueError, 'n:'), (PROMPT, 2.0, TypeError, 'n:'),
+    (PROMPT, -1, ValueError, 'n:'), (PROMPT, 2.0, TypeError, 'n:'), (PROMPT, MAX_NEW_TOKENS + 1, ValueError, 'n:'),
 ])
 def test_bad_prompt_or_n(prompt, n, err, pat):
     with pytest.raises(err, match=pat): generate(model(), prompt, n)
+
+def test_one_validation_of_sampling_arguments():
+    "`validate_sampling_args` holds the limits (`MIN_TEMPERATURE`, `MAX_NEW_TOKENS`); `run_generate` uses it too"
+    validate_sampling_args(MIN_TEMPERATURE, top_k=1, top_p=1, min_p=0, n=MAX_NEW_TOKENS)
+    for kw in (dict(temperature=MIN_TEMPERATURE * 0.99), dict(n=MAX_NEW_TOKENS + 1), dict(n=-1)):
+        with pytest.raises(ValueError, match='temperature' if 'temperature' in kw else 'n:'): validate_sampling_args(**kw)
+        with pytest.raises(ValueError, match='temperature' if 'temperature' in kw else 'n:'): run_generate(quick=True, **kw)
 
 def test_greedy_needs_no_temperature():
     m = model()
@@ -98,7 +108,7 @@ def test_kv_cache_writes_in_place():
 def test_char_batches_are_lm_pairs():
     "Batches cut out of the text in one indexing op hold exactly the windows `lm_pair` gives for the sampled starts"
     from fastai.torch_core import set_seed
-    from transformers_scratch.lm import char_dls, lm_pair
+    from transformers_scratch.lmdata import char_dls, lm_pair
     set_seed(0)
     dls = char_dls("It is the east, and Juliet is the sun. " * 30, seq_len=10, bs=6, n_batches=4, device='cpu')
     dl = dls.train
@@ -126,14 +136,15 @@ def test_lm_learner_precision_optimizer_and_compile():
     learn.create_opt()
     assert isinstance(learn.opt, OptimWrapper) and isinstance(learn.opt.opt, torch.optim.AdamW)
     assert learn.opt.opt.defaults['fused'] == has_fused_adamw('cpu') and learn.opt.opt.defaults['weight_decay'] == 0.1
-    assert lm_learner(dls, emb=16, heads=2, depth=1, precision='bf16').precision == 'bf16'
+    with pytest.raises(ValueError, match='CUDA'): lm_learner(dls, emb=16, heads=2, depth=1, precision='bf16')   # mixed precision off a GPU
     assert isinstance(lm_learner(dls, emb=16, heads=2, depth=1, compile=True).compile_model, CompileModel)
     with pytest.raises(ValueError, match='precision'): lm_learner(dls, emb=16, heads=2, depth=1, precision='fp8')
 
 def test_full_char_configuration_trains_on_a_cpu():
     "The full configuration's model, batch and learner (not compiled off a GPU) take a training step on the CPU"
     from fastai.torch_core import set_seed
-    from transformers_scratch.lm import char_dls, FULL
+    from transformers_scratch.lmdata import char_dls
+    from transformers_scratch.lm import FULL
     cfg = lm_config('char', quick=False)
     assert cfg == FULL['char'] and (cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['bs']) == (384, 6, 6, 256, 64)
     set_seed(0)
@@ -258,8 +269,9 @@ def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
     cfg = {**lm_config('word', quick=True), 'emb': 16, 'heads': 2, 'depth': 1}
     dls, codec = lm_dls('imdb_sample', 'word', cfg, device='cpu')
     learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
-    p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', cfg, codec)
-    assert load_lm(p)['vocab'] == list(dls.vocab)
+    p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', codec)
+    ck = load_lm(p)
+    assert ck['vocab'] == list(dls.vocab) and ck['config'] == asdict(learn.model.config) and ck['model'].config == learn.model.config
     res = run_generate(model=str(p), n=8, top_k=5)
     assert res['level'] == 'word' and res['dataset'] == 'imdb_sample' and 'perplexity' in res
     assert math.isclose(res['perplexity'], math.exp(res['valid_loss']), rel_tol=1e-3)
@@ -267,3 +279,24 @@ def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
     text = capsys.readouterr().out.split('\r')[-1]                    # what follows the progress bar
     assert text.lower().startswith('i think its a very') and 'xxunk' not in text.lower(), text
     with pytest.raises(ValueError, match='level'): run_generate(model=str(p), level='char')
+
+def test_load_lm_rebuilds_from_the_config_and_refuses_a_wrong_vocabulary(tmp_path):
+    "The saved `asdict(model.config)` rebuilds the model; a vocabulary of another size, a bad config or an old format is one line naming the file"
+    import torch.nn as nn
+    from transformers_scratch.checkpoints import save_checkpoint
+    from transformers_scratch.lm import _FORMAT
+    m, v = model(n_tokens=len(CHARS)), sorted(CHARS)
+    good = dict(data='tinyshakespeare', level='char', config=asdict(m.config), vocab=v)
+    ck = load_lm(save_checkpoint(tmp_path/'ok.pt', _FORMAT, m, **good))
+    assert ck['model'].config == m.config
+    assert all(torch.equal(a, b) for a, b in zip(ck['model'].state_dict().values(), m.state_dict().values()))
+    for name, info, pat in (('short.pt', dict(good, vocab=v[:-1]), 'n_tokens'),
+                            ('heads.pt', dict(good, config={**good['config'], 'heads': 5}), 'heads'),
+                            ('extra.pt', dict(good, config={**good['config'], 'ff_mult': 4}), 'ff_mult'),
+                            ('chars.pt', dict(good, vocab=v[::-1]), 'sorted')):
+        with pytest.raises(ValueError, match=pat) as e: load_lm(save_checkpoint(tmp_path/name, _FORMAT, m, **info))
+        assert name in str(e.value) and len(str(e.value).splitlines()) == 1
+    with pytest.raises(ValueError, match='not a checkpoint'):
+        load_lm(save_checkpoint(tmp_path/'old.pt', 'transformers_scratch.lm/1', m, **good))
+    with pytest.raises(ValueError, match='weights'):
+        load_lm(save_checkpoint(tmp_path/'w.pt', _FORMAT, nn.Linear(2, 2), **good))

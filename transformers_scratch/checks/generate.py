@@ -6,14 +6,14 @@
 __all__ = ['check_sample', 'check_top_k', 'check_top_p']
 
 # %% ../../nbs/checks/20_generate.checks.ipynb #ab97b375
-import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
+import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 20, use them)
 from ..core import *
 from ..generate import *
 
 # %% ../../nbs/20_generate.ipynb #57a95947
 #| code-fold: true
 # @title check_sample
-from ..core import call_checked, expect_like, expect_rate, rand, randint
+from ..core import expect_like, expect_rate, rand, randint
 
 def _freqs(ids, v):
     "How often each of the `v` token ids occurs in `ids`"

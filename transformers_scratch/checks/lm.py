@@ -6,10 +6,10 @@
 __all__ = ['check_causal_scores']
 
 # %% ../../nbs/checks/21_lm.checks.ipynb #3441168c
-import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
+import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 21, use them)
 from ..core import *
 from ..lm import *
-from ..masks import neg_fill
+from ..masks import neg_fill   # noqa: F401 (as above)
 
 # %% ../../nbs/21_lm.ipynb #eb26b611
 #| code-fold: true

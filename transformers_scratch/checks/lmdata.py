@@ -6,14 +6,14 @@
 __all__ = ['check_lm_pair']
 
 # %% ../../nbs/checks/20a_lmdata.checks.ipynb #9ded61ec
-import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
+import torch   # noqa: F401 (the checks, written in lesson 20a, use it)
 from ..core import *
 from ..lmdata import *
 
 # %% ../../nbs/20a_lmdata.ipynb #03d4b015
 #| code-fold: true
 # @title check_lm_pair
-from ..core import call_checked, expect_like, rand, randint
+from ..core import randint
 
 def _slow_lm_pair(ids, i, seq_len):
     "x[j] = ids[i+j] and y[j] = ids[i+j+1], one position at a time"
