@@ -138,7 +138,7 @@ def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, mult=4, 
                         smoothing=0.1,    # label smoothing of the loss
                         wd=0.01,          # decoupled weight decay
                         clip=1.0,         # gradient norm clipping
-                        pos='sinusoidal', fast=True, precision='auto', model=None):
+                        pos='learned', fast=True, precision='auto', model=None):
     "A fastai `Learner` training a `Seq2SeqTransformer` on `translation_dls`"
     if model is None:
         model = Seq2SeqTransformer(ModelConfig(emb=emb, heads=heads, depth=depth, dec_depth=dec_depth, mult=mult, dropout=dropout,
@@ -246,9 +246,9 @@ def plot_attention(w, keys, queries, ax=None, title=None):
 
 # %% ../nbs/31_translate.ipynb #5d2eadd6
 QUICK = dict(emb=128, heads=4, depth=2, dec_depth=None, mult=4, dropout=0.1, smoothing=0.1, seq_len=64, bs=128,
-             epochs=3, lr=2e-3, wd=0.01, min_freq=2, beam=1, pos='sinusoidal')
+             epochs=3, lr=2e-3, wd=0.01, min_freq=2, beam=1, pos='learned')
 FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, mult=4, dropout=0.2, smoothing=0.1, seq_len=64, bs=128,
-            epochs=30, lr=7e-4, wd=0.01, min_freq=2, beam=5, pos='sinusoidal')
+            epochs=30, lr=7e-4, wd=0.01, min_freq=2, beam=5, pos='learned')
 
 def translate_config(quick, **overrides):
     "The quick or full training configuration, with `overrides` that are not None; the model's part checked by `ModelConfig`"
