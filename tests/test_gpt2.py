@@ -1,11 +1,13 @@
-"GPT-2 in our decoder (lesson 24): equal to Hugging Face's on tiny random models, offline; one-line errors; `tfs generate --gpt2`."
+"""GPT-2 in our decoder (lesson 24): equal to Hugging Face's on tiny random models, offline; one-line errors; `tfs generate --gpt2`.
+Its classifier (lesson 25, `gpt2_classify`): saved as weights plus plain data and read back; `tfs classify --gpt2`."""
 import json, os, subprocess, sys, time, pathlib
+from dataclasses import asdict, replace
 import pytest, torch
 try: import torchvision                      # noqa: F401  (the CPU test machine has a torchvision built for CUDA...)
 except Exception: sys.modules['torchvision'] = None   # ...so transformers must treat it as absent; nothing of ours needs it
 from transformers import GPT2Config, GPT2LMHeadModel
 from safetensors.torch import load_file, save_file
-from transformers_scratch.gpt2 import load_gpt2, gpt2_tokenizer, GPT2Error, gpt2_options, convert_gpt2
+from transformers_scratch.gpt2 import load_gpt2, save_gpt2, gpt2_tokenizer, GPT2Error, config_from_gpt2, gpt2_config
 from transformers_scratch.generate import generate
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -105,9 +107,42 @@ def test_hub_name_offline_fails_fast(monkeypatch, tmp_path):
     assert one_line(e) and time.time() - t0 < 5
     with pytest.raises(GPT2Error, match='not a folder here'): load_gpt2('./no/such/folder')
 
-def test_options_refuse_variants():
-    with pytest.raises(GPT2Error, match='tie_word_embeddings=False'): gpt2_options(dict(model_type='gpt2', n_embd=8, tie_word_embeddings=False))
-    with pytest.raises(GPT2Error, match="activation_function='swish'"): gpt2_options(dict(model_type='gpt2', n_embd=8, activation_function='swish'))
+def test_config_refuses_variants():
+    with pytest.raises(GPT2Error, match='tie_word_embeddings=False'): config_from_gpt2(dict(model_type='gpt2', n_embd=8, tie_word_embeddings=False))
+    with pytest.raises(GPT2Error, match="activation_function='swish'"): config_from_gpt2(dict(model_type='gpt2', n_embd=8, activation_function='swish'))
+    with pytest.raises(GPT2Error, match=r"n_inner=100 \(not a multiple of n_embd=768\)"): config_from_gpt2(dict(gpt2_config(), n_inner=100))
+
+def test_config_names_config_json_keys():
+    "`config_from_gpt2` is `config_from_dict` told config.json's names: one ModelConfig, errors that name the file's keys"
+    c = config_from_gpt2(dict(gpt2_config('gpt2-medium'), n_inner=2048, layer_norm_epsilon=1e-6, activation_function='gelu'))
+    assert (c.emb, c.heads, c.depth, c.seq_len, c.n_tokens, c.mult, c.eps, c.act) == (1024, 16, 24, 1024, 50257, 2, 1e-6, 'gelu')
+    assert c.tied and c.qkv_bias and c.prenorm and c.pos == 'learned'
+    for forged, pat in ((dict(n_layer=10**9), r"'x/config.json' is not a GPT-2 config.json \(damaged: config n_layer: expected an integer"),
+                        (dict(n_head=7), 'config n_head: 7 does not divide'), (dict(vocab_size='big'), 'config vocab_size: '),
+                        (dict(layer_norm_epsilon=0), 'config layer_norm_epsilon: '), (dict(n_embd=None), 'config n_embd: '),
+                        (dict(n_embd=2**16, n_head=1, n_layer=1024), 'config n_embd: .* of memory')):
+        with pytest.raises(GPT2Error, match=pat) as e: config_from_gpt2(dict(gpt2_config(), **forged), 'x/config.json')
+        assert one_line(e)
+
+def test_save_gpt2_writes_the_config(tmp_path):
+    "`save_gpt2` writes config.json from `model.config` (n_inner, eps, activation), each file all-or-nothing; a non-GPT-2 shape is refused"
+    from transformers_scratch.models import GenerationTransformer
+    cfg = config_from_gpt2(dict(gpt2_config(), n_embd=12, n_head=3, n_layer=2, n_positions=8, vocab_size=20, n_inner=24,
+                                layer_norm_epsilon=1e-6, activation_function='gelu'))
+    lm = GenerationTransformer(cfg)
+    save_gpt2(lm, tmp_path/'m')
+    j = json.loads((tmp_path/'m'/'config.json').read_text())
+    assert (j['n_inner'], j['layer_norm_epsilon'], j['activation_function'], j['n_layer']) == (24, 1e-6, 'gelu', 2)
+    assert sorted(f.name for f in (tmp_path/'m').iterdir()) == ['config.json', 'model.safetensors']     # no temporary file left
+    back = load_gpt2(tmp_path/'m')
+    assert back.config == replace(cfg, fast=True)
+    x = torch.randint(0, 20, (2, 8))
+    with torch.no_grad(): torch.testing.assert_close(back(x), lm.eval()(x))
+    hf = GPT2LMHeadModel.from_pretrained(tmp_path/'m').eval()                    # Hugging Face reads what we wrote
+    with torch.no_grad(): torch.testing.assert_close(hf(x).logits, back(x), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="GPT-2's files cannot hold a model with prenorm=False"):
+        save_gpt2(GenerationTransformer(replace(cfg, prenorm=False)), tmp_path/'post')
+    assert not (tmp_path/'post').exists() or not any((tmp_path/'post').iterdir())
 
 def saved_with_tokenizer(folder):
     from tokenizers import ByteLevelBPETokenizer
@@ -152,9 +187,10 @@ def test_cli_classify_gpt2_quick():
     assert r.returncode == 2 and '--gpt2 takes --data imdb_sample or imdb' in r.stderr
 
 # --- the fine-tuned classifier: `--out`, weights plus plain data, loaded back with weights_only=True ----------------
-from transformers_scratch.gpt2 import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier, is_gpt2_classifier,
-                                       predict_gpt2_text, gpt2_codec, read_gpt2_config, run_gpt2_classify)
-import transformers_scratch.gpt2 as gpt2_mod
+from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
+                                                is_gpt2_classifier, predict_gpt2_text, run_gpt2_classify)
+import transformers_scratch.gpt2_classify as gpt2_classify
+FORMAT = 'transformers_scratch.gpt2_classify/2'
 
 TEXTS = ["the cat sat on the mat", "a dog, and a log!", "the mat sat on the cat " * 5, "zebra quartz jumps", "é ü — 😀"]
 
@@ -177,14 +213,16 @@ def test_gpt2_classifier_round_trip(tmp_path, kind):
     torch.manual_seed(5)
     m = GPT2Classifier(load_gpt2(folder), 3, tok.eos_id, pool='mean')
     with torch.no_grad(): m.head.weight.normal_()                      # a head far from its initialisation
-    clf = GPT2TextClassifier(m, tok, ['neg', 'neutral', 'pos'], seq_len=6, config=read_gpt2_config(folder/'config.json'))
+    clf = GPT2TextClassifier(m, tok, ['neg', 'neutral', 'pos'], seq_len=6)
     f = save_gpt2_classifier(clf, tmp_path/'out'/'clf.pt', data='test')
     ck = torch.load(f, weights_only=True)                              # plain data and tensors: nothing to unpickle
-    assert ck['format'] == 'transformers_scratch.gpt2_classify/1' and ck['classes'] == ['neg', 'neutral', 'pos'] and ck['data'] == 'test'
+    assert ck['format'] == FORMAT and ck['classes'] == ['neg', 'neutral', 'pos'] and ck['data'] == 'test'
+    assert ck['config'] == asdict(m.config) and m.config.n_classes == 3 and m.config.emb == 16
     assert set(ck['tokenizer']) == ({'vocab.json', 'merges.txt'} if kind == 'vocab+merges' else {'tokenizer.json'})
     assert all(isinstance(v, str) for v in ck['tokenizer'].values()) and all(v.device.type == 'cpu' for v in ck['state_dict'].values())
     back = load_gpt2_classifier(f)
     assert not back.model.training and back.model.pool == 'mean' and back.seq_len == 6 and back.classes == clf.classes
+    assert back.model.config == m.config
     assert torch.equal(back.probs(TEXTS), clf.probs(TEXTS))            # the same predictions, to the bit
     assert torch.allclose(back.probs(TEXTS, bs=2), back.probs(TEXTS), atol=1e-5)   # right padding changes nothing (but rounding)
     r = back(TEXTS[2])
@@ -196,21 +234,24 @@ def test_load_gpt2_classifier_errors(tmp_path):
     from transformers_scratch.checkpoints import save_checkpoint
     with pytest.raises(FileNotFoundError, match=r"no such file .*tfs classify --gpt2 NAME_OR_FOLDER --out") as e: load_gpt2_classifier(tmp_path/'no.pt')
     assert one_line(e)
-    (tmp_path/'pickled.pt').write_bytes(__import__('pickle').dumps({'format': 'transformers_scratch.gpt2_classify/1'}))
+    (tmp_path/'pickled.pt').write_bytes(__import__('pickle').dumps({'format': FORMAT}))
     with pytest.raises(ValueError, match='pickled Python objects'): load_gpt2_classifier(tmp_path/'pickled.pt')
     save_checkpoint(tmp_path/'other.pt', 'transformers_scratch.classify/1', torch.nn.Linear(2, 2), config={})
     with pytest.raises(ValueError, match=r"is not a GPT-2 classifier saved by `tfs classify --gpt2 \.\.\. --out`$"): load_gpt2_classifier(tmp_path/'other.pt')
     folder = saved_with_tokenizer(tmp_path/'m')
     tok = gpt2_tokenizer(folder)
-    good = dict(config=read_gpt2_config(folder/'config.json'), tokenizer=tok.files, classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)
     m = GPT2Classifier(load_gpt2(folder), 2, tok.eos_id)
+    good = dict(config=asdict(m.config), tokenizer=tok.files, classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)
     for name, bad, pat in (('classes', dict(classes=[]), 'damaged: classes'),
                            ('tok', dict(tokenizer={'vocab.json': '{'}), r"expected tokenizer.json, or vocab.json and merges.txt in '.*tok.pt'"),
                            ('tok2', dict(tokenizer={}), 'damaged: tokenizer'), ('len', dict(seq_len=-1), 'damaged: seq_len=-1'),
-                           ('cfg', dict(config={'model_type': 'bert'}), r"cfg.pt' is not a GPT-2 classifier .* \(model_type is 'bert', expected 'gpt2'"),
-                           ('huge', dict(config={**good['config'], 'n_embd': 2**16, 'n_head': 1}), r'damaged: config n_embd=65536.* GiB of memory'),
-                           ('shape', dict(classes=['a', 'b', 'c']), 'does not match its configuration')):
-        save_checkpoint(tmp_path/f'{name}.pt', 'transformers_scratch.gpt2_classify/1', m, **{**good, **bad})
+                           ('cfg', dict(config={'model_type': 'gpt2'}), r"cfg.pt' is not a GPT-2 classifier .* \(damaged: config has unknown keys \['model_type'\]\)"),
+                           ('huge', dict(config={**good['config'], 'emb': 2**16, 'heads': 1}), r'damaged: config emb: .* GiB of memory'),
+                           ('heads', dict(config={**good['config'], 'heads': 3}), r'damaged: config heads: 3 does not divide emb=16'),
+                           ('classes3', dict(classes=['a', 'b', 'c']), r'damaged: config n_classes=2, but 3 classes'),
+                           ('seq', dict(seq_len=33), r"damaged: seq_len=33 is more than the model's config seq_len=32"),
+                           ('shape', dict(config={**good['config'], 'n_tokens': good['config']['n_tokens'] + 1}), 'does not match its configuration')):
+        save_checkpoint(tmp_path/f'{name}.pt', FORMAT, m, **{**good, **bad})
         with pytest.raises(ValueError, match=pat) as e: load_gpt2_classifier(tmp_path/f'{name}.pt')
         assert one_line(e), name
     for p in ('no.pt', 'pickled.pt', 'other.pt'): assert not is_gpt2_classifier(tmp_path/p)
@@ -219,7 +260,7 @@ def test_load_gpt2_classifier_errors(tmp_path):
 def test_run_gpt2_classify_bad_out_fails_before_work(tmp_path, monkeypatch):
     (tmp_path/'file').write_text('x')
     def no_work(*a, **k): raise AssertionError("trained before checking --out")
-    monkeypatch.setattr(gpt2_mod, 'tiny_gpt2', no_work); monkeypatch.setattr(gpt2_mod, 'load_gpt2', no_work)
+    monkeypatch.setattr(gpt2_classify, 'tiny_gpt2', no_work); monkeypatch.setattr(gpt2_classify, 'load_gpt2', no_work)
     for out, pat in ((tmp_path/'file'/'m.pt', "is a file, not a folder"), (tmp_path, 'is a folder'), ('', 'empty')):
         with pytest.raises(ValueError, match=pat): run_gpt2_classify(str(tmp_path/'m'), 'imdb_sample', quick=True, out=out)
 
@@ -229,7 +270,7 @@ def test_run_gpt2_classify_folder_out(tmp_path):
     res = run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16, out=tmp_path/'clf.pt')
     assert res['model'] == str((tmp_path/'clf.pt').absolute()) and res['source'] == str(folder) and not res['quick'] and res['seq_len'] == 16
     clf = load_gpt2_classifier(tmp_path/'clf.pt')
-    assert clf.config == read_gpt2_config(folder/'config.json') and clf.classes == ['negative', 'positive'] and clf.seq_len == 16
+    assert clf.model.config == replace(load_gpt2(folder).config, n_classes=2) and clf.classes == ['negative', 'positive'] and clf.seq_len == 16
     assert clf.tok.encode("the cat sat") == gpt2_tokenizer(folder).encode("the cat sat")
     assert run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16)['model'] is None    # no --out: nothing saved
 
@@ -241,7 +282,7 @@ def test_cli_classify_gpt2_out(tmp_path):
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res['model'] == str(out.absolute()) and out.is_file() and res['source'] == 'tiny random GPT-2 shape (quick)'
     ck = torch.load(out, weights_only=True)
-    assert ck['format'] == 'transformers_scratch.gpt2_classify/1' and ck['data'] == 'imdb_sample'
+    assert ck['format'] == FORMAT and ck['data'] == 'imdb_sample'
     clf = load_gpt2_classifier(out)
     v = imdb_sample_df().query('is_valid')
     acc = (clf.probs(v.text.tolist()).argmax(1) == torch.tensor([clf.classes.index(l) for l in v.label])).float().mean().item()
