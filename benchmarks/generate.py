@@ -180,7 +180,7 @@ def bench_gpt2(a, dev):
         GPT2LMHeadModel(GPT2Config()).save_pretrained(folder)
     ours = load_gpt2(folder, dev)
     hf = GPT2LMHeadModel.from_pretrained(folder).to(dev).eval()
-    prompt = torch.randint(0, ours.token_emb.num_embeddings, (a.gpt2_prompt,), generator=torch.Generator().manual_seed(1)).to(dev)
+    prompt = torch.randint(0, ours.config.n_tokens, (a.gpt2_prompt,), generator=torch.Generator().manual_seed(1)).to(dev)
     n = a.gpt2_n
     runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
             'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
