@@ -7,7 +7,7 @@ __all__ = ['mask_tokens', 'masked_lm_loss', 'masked_accuracy', 'MaskedLMTransfor
 
 # %% ../nbs/40_mlm.ipynb #cfd40fee
 import torch, torch.nn as nn, torch.nn.functional as F
-from .models import ClassificationTransformer, Trunk, HasTrunk
+from .models import Trunk, HasTrunk, init_weights
 
 # %% ../nbs/40_mlm.ipynb #881001fa
 # @title Solution: mask_tokens
@@ -52,25 +52,14 @@ def masked_accuracy(logits,    # (b, t, v), or (n, v) at the selected positions 
 # %% ../nbs/40_mlm.ipynb #ff0240cc
 class MaskedLMTransformer(HasTrunk, nn.Module):
     "Non-causal transformer encoder with a masked-LM head: (b, t) token ids -> (b, t, n_tokens) logits"
-    def __init__(self, emb, heads, depth, seq_len, n_tokens,
-                 pad_idx=1,          # padding id: masked out of attention, positions start at the first real token
-                 pos='learned',      # 'learned' or 'sinusoidal' positions
-                 dropout=0., fast=False,
-                 mult=4, wide=False,
-                 prenorm=True,       # pre-norm blocks and a final LayerNorm
-                 tie=True,           # the output layer shares the token embedding matrix
-                ):
+    def __init__(self, config):   # a `ModelConfig`; BERT's choices: `pad_idx=1` (fastai's xxpad) and `tied=True`
         super().__init__()
-        self.trunk = Trunk(emb, heads, depth, seq_len, n_tokens, pos, pad_idx, dropout, mult, wide, fast, prenorm)
-        self.seq_len, self.pad_idx = seq_len, pad_idx
-        self.head = nn.Sequential(nn.Linear(emb, emb), nn.GELU(), nn.LayerNorm(emb))
-        self.toprobs = nn.Linear(emb, n_tokens)
-        t = self.trunk
-        with torch.no_grad():
-            nn.init.normal_(t.token_emb.weight, std=0.02)
-            if pad_idx is not None: t.token_emb.weight[pad_idx].zero_()
-            if pos == 'learned': nn.init.normal_(t.pos_emb.emb.weight, std=0.02)
-        if tie: self.toprobs.weight = t.token_emb.weight
+        self.config = c = config
+        self.trunk = Trunk(c)                                                          # not causal: both sides
+        self.head = nn.Sequential(nn.Linear(c.emb, c.emb), nn.GELU(), nn.LayerNorm(c.emb, eps=c.eps))   # BERT's transform
+        self.toprobs = nn.Linear(c.emb, c.n_tokens)
+        self.apply(init_weights)
+        if c.tied: self.toprobs.weight = self.trunk.token_emb.weight                   # one matrix in and out (own bias)
 
     def encode(self, x):
         "(b, t) token ids -> (b, t, e): the trunk's output, one vector per position"
