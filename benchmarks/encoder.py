@@ -7,13 +7,15 @@ interleaved rounds so both see the same machine load. Prints tokens/s for each a
     python benchmarks/encoder.py --emb 512 --heads 8 --depth 6 --seq-len 512 --bs 32   # on a GPU
 """
 import argparse, json, platform, time, torch, torch.nn as nn
+from transformers_scratch.config import ModelConfig
 from transformers_scratch.block import TransformerBlock
 from transformers_scratch.runtime import default_device
 
 class Ours(nn.Module):
     def __init__(self, a, fast):
         super().__init__()
-        self.blocks = nn.ModuleList([TransformerBlock(a.emb, a.heads, dropout=0.1, causal=a.causal, fast=fast) for _ in range(a.depth)])
+        c = ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len, dropout=0.1, prenorm=False, fast=fast)
+        self.blocks = nn.ModuleList([TransformerBlock(c, causal=a.causal) for _ in range(c.depth)])
     def forward(self, x):
         for b in self.blocks: x = b(x)
         return x

@@ -16,12 +16,34 @@ split into tokenizing, training and evaluating.
 import argparse, json, os, platform, statistics, sys, time
 import torch
 from fastai.torch_core import set_seed
-from transformers_scratch.runtime import default_device
+from fastai.metrics import accuracy
+from fastai.text.learner import text_classifier_learner
+from fastai.text.models.awdlstm import AWD_LSTM, awd_lstm_clas_config
+from transformers_scratch.runtime import default_device, set_precision, n_params
 from transformers_scratch.data import imdb_sample_df, imdb_df
-from transformers_scratch.classify import (text_dls, classifier_learner, awd_lstm_learner, fit_and_score, QUICK, FULL,
-                                           cache_dir)
+from transformers_scratch.textdata import text_dls, cache_dir
+from transformers_scratch.classify import classifier_learner, ValidateAtEnd, QUICK, FULL
 
 AWD_LR = 1e-2   # the best of 3e-3, 1e-2 and 3e-2 for the quick AWD_LSTM on IMDB_SAMPLE (8 epochs)
+AWD_QUICK = dict(emb_sz=64, n_hid=128, n_layers=2)   # 12_imdb's `awd_lstm_learner`: about the quick transformer's size
+
+def awd_lstm_learner(dls, quick=True, precision='auto'):
+    "fastai's `AWD_LSTM` classifier from scratch (no pretraining) on `dls`, smaller in `quick` mode"
+    cfg = dict(awd_lstm_clas_config, **(AWD_QUICK if quick else {}))
+    return set_precision(text_classifier_learner(dls, AWD_LSTM, config=cfg, pretrained=False, metrics=accuracy), precision)
+
+def fit_and_score(learn, epochs, lr, wd=None,
+                  validate_at_end=False,  # validate only after the last epoch (`ValidateAtEnd`), and time it apart
+                 ):
+    "Train `learn` with `fit_one_cycle`, quietly; its validation accuracy and loss, seconds, parameter count and precision"
+    start, val = time.perf_counter(), ValidateAtEnd() if validate_at_end else None
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(epochs, lr, wd=wd, cbs=val)
+    _, loss, acc = learn.recorder.values[-1]
+    res = {'accuracy': round(float(acc), 4), 'valid_loss': round(float(loss), 4),
+           'seconds': round(time.perf_counter() - start, 1), 'params': n_params(learn.model),
+           'precision': getattr(learn, 'precision', 'fp32')}
+    if val is not None: res.update(train_seconds=round(res['seconds'] - val.seconds, 1), eval_seconds=round(val.seconds, 1))
+    return res
 
 def hardware():
     "The machine in words: GPU name, or CPU model and core count, and torch's thread count"

@@ -1,8 +1,11 @@
 "`tfs classify` / `tfs predict` end to end on IMDB_SAMPLE, the save/load round trip, bad input, offline data, padding."
-import json, os, subprocess, sys, time, warnings
+import copy, json, os, subprocess, time
+from dataclasses import asdict
 import pytest, torch
-from transformers_scratch.classify import (text_dls, classifier_learner, padding_invariance_gap, load_classifier,
-                                           save_classifier, predict_text, synth_text_df, QUICK)
+from transformers_scratch.textdata import text_dls, synth_text_df
+from transformers_scratch.classify import (classifier_learner, padding_invariance_gap, load_classifier, save_classifier,
+                                           predict_text, QUICK)
+from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import ClassificationTransformer
 from transformers_scratch.data import imdb_sample_df, DataNotFoundError
 from fastai.torch_core import set_seed
@@ -41,7 +44,7 @@ def test_classify_quick_learns(trained):
     assert 0 < res['valid_loss'] < 5 and res['device'] in ('cpu', 'cuda', 'mps')
     assert res['model'] == str(out) and out.is_file()
     ck = torch.load(out, weights_only=True)   # weights + plain data: loads with no pickled object at all
-    assert ck['format'] == 'transformers_scratch.classify/1' and ck['classes'] == ['negative', 'positive']
+    assert ck['format'] == 'transformers_scratch.classify/2' and ck['classes'] == ['negative', 'positive']
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name]   # no temporary file left beside it
     print(f"tfs classify --quick: {secs:.0f}s wall, {res}")
 
@@ -81,7 +84,9 @@ def test_save_load_round_trip_identical_predictions(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ['m.pt']              # no temporary file left beside it
     ck = torch.load(tmp_path/'m.pt', weights_only=True)                        # plain data: no pickled objects at all
     assert ck['classes'] == ['negative', 'positive'] and ck['vocab'] == list(learn.dls.vocab[0]) and ck['crop'] == {'seq_len': 24, 'keep': 'end'}
+    assert ck['config'] == asdict(learn.model.config)                          # the model's configuration, as plain data
     loaded = load_classifier(tmp_path/'m.pt')   # always on the CPU
+    assert loaded.model.config == learn.model.config
     after = loaded.get_preds(dl=loaded.dls.test_dl(texts))[0]
     if learn.dls.device.type == 'cpu': assert torch.equal(before, after)
     else:
@@ -93,6 +98,20 @@ def test_save_load_round_trip_identical_predictions(tmp_path):
         p = predict_text(tmp_path/'m.pt', t)
         assert p['label'] == learn.predict(t)[0]
     assert predict_text(tmp_path/'m.pt', texts[-2])['truncated'] and not predict_text(tmp_path/'m.pt', texts[0])['truncated']
+
+def test_load_refuses_a_file_whose_parts_disagree(tmp_path):
+    "The configuration is read by `config_from_dict`, and the vocabulary and the classes must fit it: one ValueError each"
+    learn = classifier_learner(text_dls(synth_text_df(n=48), seq_len=24, bs=8, device='cpu'), emb=16, heads=2, depth=1, seq_len=24)
+    ck = torch.load(save_classifier(learn, tmp_path/'m.pt'), weights_only=True)
+    for change, pattern in ((lambda c: c['vocab'].pop(), 'vocabulary of .* n_tokens'),
+                            (lambda c: c['classes'].append('maybe'), 'class names .* n_classes'),
+                            (lambda c: c['config'].update(heads=3), 'config heads: 3 does not divide'),
+                            (lambda c: c['config'].update(tie=True), 'unknown keys'),
+                            (lambda c: c['config'].update(emb=2**16, seq_len=2**20), 'memory')):
+        bad = copy.deepcopy(ck); change(bad)
+        torch.save(bad, tmp_path/'bad.pt')
+        with pytest.raises(ValueError, match=r"model: .*bad\.pt' is not a classifier .*\(damaged: .*" + pattern):
+            load_classifier(tmp_path/'bad.pt')
 
 @pytest.mark.parametrize('args,pattern', [
     (['classify', '--data', 'mnist'], 'invalid choice'),
@@ -132,7 +151,8 @@ def test_padding_invariance_real_batches(imdb_dls, pos, pool):
     "In real IMDB batches (pads at the end; at the front too when long and short reviews meet), logits = review alone"
     torch.manual_seed(0)
     v = imdb_dls.vocab[0]
-    m = ClassificationTransformer(32, 4, 2, QUICK['seq_len'], len(v), 2, pos=pos, pool=pool, pad_idx=v.index('xxpad'))
+    m = ClassificationTransformer(ModelConfig(emb=32, heads=4, depth=2, seq_len=QUICK['seq_len'], n_tokens=len(v), n_classes=2,
+                                              pos=pos, pool=pool, pad_idx=v.index('xxpad')))
     batches = [xb.cpu() for xb, _ in imdb_dls.valid]
     df = imdb_sample_df()
     mixed = list(df.text[df.is_valid].iloc[:3]) + ['Great film, loved it.', 'Terrible. Avoid.', 'Meh.']

@@ -1,16 +1,30 @@
-"""The classification helpers work wherever the model is, and the learners pick their precision per device.
+"""The classification helpers work wherever the model is, give the model back in the mode it came in, and the learner
+picks its precision per device.
 
 No GPU here, so a stand-in plays the model on another device: its first parameter lives on PyTorch's `meta` device
 and it refuses any input that is not there, as a CUDA model refuses a CPU batch. Before the fix, the helpers below fed
-the batch as it came, which is how `padding_invariance_gap(learn.model, b)` crashed 12_imdb on a GPU."""
+the batch as it came, which is how `padding_invariance_gap(learn.model, b)` crashed 12_imdb on a GPU. The look-inside
+helpers `block_inputs` and `pooled` belong to the IMDB tutorial (12_imdb, not exported): they are read from its cell."""
+import json, pathlib
 import pytest, torch, torch.nn as nn
 import transformers_scratch.runtime as runtime
 from fastai.learner import Learner
 from fastai.callback.fp16 import MixedPrecision
 from fastai.torch_core import set_seed
-from transformers_scratch.classify import (text_dls, synth_text_df, classifier_learner, awd_lstm_learner, model_device,
-                                           padding_invariance_gap, show_text_results, block_inputs, pooled, run_classify)
+from transformers_scratch.runtime import model_device, evaluating
+from transformers_scratch.config import ModelConfig
+from transformers_scratch.textdata import text_dls, synth_text_df
+from transformers_scratch.classify import classifier_learner, padding_invariance_gap, show_text_results, run_classify
 from transformers_scratch.models import ClassificationTransformer
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+def tutorial_helpers():
+    "`block_inputs` and `pooled`, defined by 12_imdb's cell that writes them"
+    cells = [''.join(c['source']) for c in json.loads((ROOT/'nbs'/'12_imdb.ipynb').read_text(encoding='utf-8'))['cells']]
+    ns = {'torch': torch, 'model_device': model_device, 'evaluating': evaluating}
+    exec(next(s for s in cells if 'def pooled(' in s), ns)
+    return ns['block_inputs'], ns['pooled']
 
 class Elsewhere(nn.Module):
     "Stands for `model` on another device (a GPU): fails unless its input is on `device`, then runs `model` on dummy CPU tokens"
@@ -33,7 +47,8 @@ def dls():
 def elsewhere(dls):
     torch.manual_seed(0)
     v = dls.vocab[0]
-    return Elsewhere(ClassificationTransformer(16, 2, 1, 24, len(v), 2, pad_idx=v.index('xxpad')))
+    return Elsewhere(ClassificationTransformer(ModelConfig(emb=16, heads=2, depth=1, seq_len=24, n_tokens=len(v), n_classes=2,
+                                                           pad_idx=v.index('xxpad'))))
 
 def test_model_device(elsewhere):
     assert model_device(elsewhere).type == 'meta'
@@ -54,6 +69,7 @@ def test_show_text_results_moves_the_batch(dls, elsewhere):
     assert res.probability.between(0.5, 1).all()
 
 def test_look_inside_helpers_move_the_batch(dls, elsewhere):
+    block_inputs, pooled = tutorial_helpers()
     xb = dls.valid.one_batch()[0]
     x, pad_mask = block_inputs(elsewhere, xb)
     assert x.shape == (*xb.shape, 16) and pad_mask.shape == xb.shape
@@ -68,14 +84,28 @@ def test_helpers_agree_with_a_cpu_model(dls):
     assert padding_invariance_gap(learn.model, dls.valid.one_batch()[0]) < 1e-5
     assert show_text_results(learn, max_n=2).probability.between(0.5, 1).all()
 
+def test_helpers_keep_the_mode(dls):
+    "Each helper that runs the model in eval mode gives it back as it came: training stays training, eval stays eval"
+    block_inputs, pooled = tutorial_helpers()
+    set_seed(0)
+    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    xb = dls.valid.one_batch()[0]
+    helpers = {'show_text_results': lambda: show_text_results(learn, max_n=2),
+               'padding_invariance_gap': lambda: padding_invariance_gap(learn.model, xb),
+               'block_inputs': lambda: block_inputs(learn.model, xb), 'pooled': lambda: pooled(learn.model, dls.valid)}
+    for name, run in helpers.items():
+        for training in (True, False):
+            learn.model.train(training)
+            run()
+            assert all(m.training == training for m in learn.model.modules()), (name, training)
+
 @pytest.mark.parametrize('precision', ['fp16', 'bf16'])
 def test_learners_take_the_precision_of_the_device(dls, monkeypatch, precision):
-    "classifier_learner and awd_lstm_learner ask `precision_for` (monkeypatched: a T4 says fp16, an H100 bf16)"
+    "classifier_learner asks `precision_for` (monkeypatched: a T4 says fp16, an H100 bf16)"
     monkeypatch.setattr(runtime, 'precision_for', lambda device=None, capability=None: precision)
-    for make in (lambda: classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24), lambda: awd_lstm_learner(dls)):
-        learn = make()
-        cbs = [cb for cb in learn.cbs if isinstance(cb, MixedPrecision)]
-        assert learn.precision == precision and len(cbs) == 1 and cbs[0].amp_mode.value == precision
+    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    cbs = [cb for cb in learn.cbs if isinstance(cb, MixedPrecision)]
+    assert learn.precision == precision and len(cbs) == 1 and cbs[0].amp_mode.value == precision
     assert classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='fp32').precision == 'fp32'
 
 def test_fp32_on_the_cpu(dls):
@@ -83,8 +113,9 @@ def test_fp32_on_the_cpu(dls):
     assert learn.precision == 'fp32' and not any(isinstance(cb, MixedPrecision) for cb in learn.cbs)
     with pytest.raises(ValueError, match='precision'): classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='fp8')
 
-def test_mixed_precision_training_then_predictions(dls):
+def test_mixed_precision_training_then_predictions(dls, monkeypatch):
     "Train with the bf16 callback (autocast only acts on CUDA, so on the CPU this checks the wiring), then predict"
+    monkeypatch.setattr(runtime, 'validate_precision', lambda *a, **kw: None)   # bf16 on a CPU is refused, rightly, by default
     set_seed(0)
     learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='bf16')
     with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, 3e-2)
