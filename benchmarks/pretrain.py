@@ -12,7 +12,6 @@ Offline, set TFS_DATA to the data folder first.
 """
 import argparse, json, statistics, tempfile, time
 from pathlib import Path
-import torch
 from transformers_scratch.pretrain import run_pretrain, run_finetune
 from imdb import hardware          # benchmarks/imdb.py: the machine in words
 
@@ -37,7 +36,7 @@ def main():
         ft = run_finetune(enc, data, quick=a.quick, epochs=a.finetune_epochs, seed=seed, show=False)
         sc = run_finetune(None, data, quick=a.quick, epochs=a.finetune_epochs, seed=seed, show=False, vocab_from=enc)
         rows.append((seed, ft['accuracy'], sc['accuracy'], ft['seconds'], sc['seconds']))
-    print(f"\n| seed | pretrained + fine-tuned | from scratch | gain |\n|---|---|---|---|")
+    print("\n| seed | pretrained + fine-tuned | from scratch | gain |\n|---|---|---|---|")
     for s, f, c, *_ in rows: print(f"| {s} | {f:.4f} | {c:.4f} | {f - c:+.4f} |")
     ft, sc = [r[1] for r in rows], [r[2] for r in rows]
     gains = [f - c for f, c in zip(ft, sc)]

@@ -1,9 +1,11 @@
 "Masked-LM pretraining: masking rates, not causal, load_encoder equivalence, no leakage, and the CLI round trip."
-import json, subprocess, sys, os
+import json, subprocess
+from dataclasses import asdict, replace
 import pytest, torch
-from transformers_scratch.mlm import mask_tokens, MaskedLMTransformer, masked_accuracy
+from transformers_scratch.config import ModelConfig
+from transformers_scratch.mlm import mask_tokens, MaskedLMTransformer
 from transformers_scratch.models import ClassificationTransformer
-from transformers_scratch.pretrain import pretrain_texts, load_encoder_file
+from transformers_scratch.pretrain import pretrain_texts, load_encoder_file, _FORMAT
 from transformers_scratch.data import imdb_sample_df, imdb_df
 
 def big(seed=0):
@@ -39,7 +41,7 @@ def test_seeds_reproduce_and_p_is_checked():
 
 def test_mlm_is_not_causal_and_ignores_padding():
     torch.manual_seed(0)
-    m = MaskedLMTransformer(32, 4, 2, 20, 50).eval()
+    m = MaskedLMTransformer(ModelConfig(emb=32, heads=4, depth=2, seq_len=20, n_tokens=50, pad_idx=1, tied=True)).eval()
     x = torch.randint(2, 50, (2, 12))
     y = m(x)
     assert y.shape == (2, 12, 50)
@@ -48,12 +50,26 @@ def test_mlm_is_not_causal_and_ignores_padding():
     padded = torch.cat([torch.ones(2, 4, dtype=torch.long), x], 1)
     torch.testing.assert_close(m(padded)[:, 4:], y, atol=1e-5, rtol=1e-4)
 
+def cfg(**kw): return ModelConfig(**dict(emb=32, heads=4, depth=3, seq_len=24, n_tokens=70, pad_idx=1, tied=True) | kw)
+
+def test_config_kept_and_one_init():
+    c = cfg()
+    m = MaskedLMTransformer(c)
+    assert m.config is c
+    assert m.toprobs.weight is m.trunk.token_emb.weight and m.toprobs.bias is not None     # tied, with its own bias
+    u = MaskedLMTransformer(cfg(tied=False))
+    assert u.toprobs.weight is not u.trunk.token_emb.weight
+    assert m.trunk.token_emb.weight[1].abs().sum() == 0                                    # the padding row
+    for w in (m.trunk.token_emb.weight, m.head[0].weight, m.trunk.blocks[0].ff[0].weight):
+        assert abs(w.std().item() - 0.02) < 0.004                                          # `init_weights`: N(0, 0.02)
+    assert (m.head[0].bias == 0).all() and (m.head[2].weight == 1).all()
+
 @pytest.mark.parametrize('fast', [False, True])
 def test_load_encoder_equivalence(fast):
     torch.manual_seed(0)
-    mlm = MaskedLMTransformer(32, 4, 3, 24, 70, fast=fast)
+    mlm = MaskedLMTransformer(cfg(fast=fast))
     for p in mlm.parameters(): p.data.normal_()                          # not the initial weights
-    clf = ClassificationTransformer(32, 4, 3, 24, 70, 2, pad_idx=1, prenorm=True, fast=fast)
+    clf = ClassificationTransformer(replace(mlm.config, n_classes=2))
     head = clf.toprobs.weight.detach().clone()
     assert clf.load_encoder(mlm) is clf
     mlm.eval(); clf.eval()
@@ -65,9 +81,8 @@ def test_load_encoder_equivalence(fast):
                                      (dict(seq_len=25), 'seq_len'), (dict(heads=8), 'heads'), (dict(prenorm=False), 'prenorm'),
                                      (dict(pad_idx=None), 'pad_idx'), (dict(pos='sinusoidal'), 'pos')])
 def test_load_encoder_mismatch(kw, what):
-    mlm = MaskedLMTransformer(32, 4, 3, 24, 70)
-    a = dict(emb=32, heads=4, depth=3, seq_len=24, n_tokens=70, n_classes=2, pad_idx=1, prenorm=True) | kw
-    with pytest.raises(ValueError, match=what): ClassificationTransformer(**a).load_encoder(mlm)
+    mlm = MaskedLMTransformer(cfg())
+    with pytest.raises(ValueError, match=what): ClassificationTransformer(cfg(n_classes=2, **kw)).load_encoder(mlm)
 
 def test_no_leakage():
     s = imdb_sample_df()
@@ -99,11 +114,37 @@ def test_cli_errors(tmp_path):
     assert r.returncode != 0 and '--out' in r.stderr
 
 def test_load_encoder_file_incompatible(tmp_path):
-    mlm = MaskedLMTransformer(16, 2, 1, 8, 20)
-    ck = {'format': 'transformers_scratch.pretrain/1', 'config': dict(emb=32, heads=2, depth=1, seq_len=8, dropout=0.),
-          'vocab': ['w'] * 20, 'state_dict': mlm.state_dict()}
-    torch.save(ck, tmp_path/'bad.pt')
-    with pytest.raises(ValueError, match='does not match'): load_encoder_file(tmp_path/'bad.pt')
+    small = ModelConfig(emb=16, heads=2, depth=1, seq_len=8, n_tokens=20, pad_idx=1, tied=True)
+    mlm = MaskedLMTransformer(small)
+    good = {'format': _FORMAT, 'config': asdict(small), 'vocab': [f'w{i}' for i in range(20)], 'state_dict': mlm.state_dict()}
+    torch.save(good, tmp_path/'good.pt')
+    ck, back = load_encoder_file(tmp_path/'good.pt')
+    assert back.config == small and ck['config'] == asdict(small)                          # the configuration, whole
+    for name, ck, why in [
+            ('wider', dict(good, config=asdict(replace(small, emb=32))), 'does not match'),
+            ('vocab', dict(good, vocab=good['vocab'][:-1]), 'damaged: config n_tokens is 20 and its vocabulary has 19 words'),
+            ('unknown', dict(good, config=dict(good['config'], tie=True)), r"damaged: config has unknown keys \['tie'\]"),
+            ('heads', dict(good, config=dict(good['config'], heads=3)), 'damaged: config heads: 3 does not divide emb=16'),
+            ('huge', dict(good, config=dict(good['config'], emb=2**16, depth=1024)), 'damaged: config emb: .*memory'),
+            ('old', dict(good, format='transformers_scratch.pretrain/1'), 'is not an encoder saved by `tfs pretrain`$')]:
+        torch.save(ck, tmp_path/f'{name}.pt')
+        with pytest.raises(ValueError, match=why): load_encoder_file(tmp_path/f'{name}.pt')
+
+def test_finetune_learner_takes_the_encoders_config():
+    from transformers_scratch.pretrain import finetune_learner
+    from fastai.data.core import DataLoaders
+    from fastai.data.load import DataLoader
+    mlm = MaskedLMTransformer(cfg())
+    x, y = torch.randint(2, 70, (8, 24)), torch.randint(0, 2, (8,))
+    dl = DataLoader(list(zip(x, y)), bs=4)
+    dls = DataLoaders(dl, dl, device='cpu')
+    dls.vocab, dls.c = (['w'] * 70, ['neg', 'pos']), 2
+    learn = finetune_learner(dls, mlm.config, mlm, dropout=0.2)
+    c = learn.model.config
+    assert c == replace(mlm.config, n_classes=2, dropout=0.2, tied=False) and not hasattr(learn, 'model_config')
+    assert torch.equal(learn.model.trunk.token_emb.weight, mlm.trunk.token_emb.weight)
+    dls.vocab = (['w'] * 71, ['neg', 'pos'])
+    with pytest.raises(ValueError, match="encoder's vocabulary"): finetune_learner(dls, mlm.config, mlm)
 
 def test_cli_pretrain_then_classify_round_trip(tmp_path, monkeypatch):
     "A tiny budget: the real quick configuration runs in tutorial 42 and benchmarks/pretrain.py"

@@ -9,7 +9,8 @@ __all__ = ['SPECIALS', 'PRETRAIN_QUICK', 'PRETRAIN_FULL', 'FINETUNE_QUICK', 'FIN
            'run_finetune']
 
 # %% ../nbs/41_pretrain.ipynb #9d8dda12
-import sys, time, random, warnings
+import time, random
+from dataclasses import asdict, replace
 from functools import partial, lru_cache
 from pathlib import Path
 import pandas as pd, torch, torch.nn.functional as F
@@ -23,13 +24,15 @@ from fastai.metrics import Metric, accuracy
 from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
-from fastai.torch_core import set_seed
-from .checkpoints import save_checkpoint, load_checkpoint, validate_config, validate_output
-from .runtime import quick_mode, default_device, set_precision, n_params
+from .checkpoints import save_checkpoint, load_checkpoint
+from .config import ModelConfig, config_from_dict
+from .runtime import default_device, set_precision, validate_precision
+from .training import start_run
 from .data import imdb_sample_df, imdb_df
-from .models import ClassificationTransformer, TRUNK_VERSION, upgrade_checkpoint
+from .models import ClassificationTransformer
 from .mlm import mask_tokens, MaskedLMTransformer
-from .classify import text_dls, save_classifier, validate_precision
+from .textdata import text_dls
+from .classify import save_classifier
 
 # %% ../nbs/41_pretrain.ipynb #81a8ec92
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
@@ -162,46 +165,49 @@ def mlm_learner(dls, emb=64, heads=4, depth=2, seq_len=128, dropout=0.,
                 clip=1.0,      # gradient norm clipping
                 precision='auto'):
     "A fastai `Learner` pretraining a pre-norm, tied-embedding `MaskedLMTransformer` on masked-LM `dls`"
-    model = MaskedLMTransformer(emb, heads, depth, seq_len, len(dls.vocab), pad_idx=1, dropout=dropout, fast=True)
-    learn = Learner(dls, model, loss_func=mlm_loss, metrics=[MaskedAccuracy(), MaskedAccuracy(at_mask=True)], opt_func=partial(Adam, wd=wd),
-                    cbs=GradientClip(clip))
+    config = ModelConfig(emb=emb, heads=heads, depth=depth, seq_len=seq_len, n_tokens=len(dls.vocab), pad_idx=1,
+                         dropout=dropout, fast=True, tied=True)
+    learn = Learner(dls, MaskedLMTransformer(config), loss_func=mlm_loss, opt_func=partial(Adam, wd=wd), cbs=GradientClip(clip),
+                    metrics=[MaskedAccuracy(), MaskedAccuracy(at_mask=True)])
     return set_precision(learn, precision)
 
 # %% ../nbs/41_pretrain.ipynb #b46e1846
-_FORMAT = 'transformers_scratch.pretrain/1'
-_MODEL_KEYS = ('emb', 'heads', 'depth', 'seq_len', 'dropout')
+_FORMAT = 'transformers_scratch.pretrain/2'   # 2: the whole `ModelConfig` as plain data
 
-def save_encoder(learn, path, cfg, **info):
-    "Save the MLM of `learn`, its configuration and its vocabulary to `path`"
-    info = {'config': {k: cfg[k] for k in _MODEL_KEYS}, 'vocab': list(learn.dls.vocab), **info}
-    return save_checkpoint(path, _FORMAT, learn.model, version=TRUNK_VERSION, **info)
+def save_encoder(learn, path, **info):
+    "Save the MLM of `learn`, its configuration (`asdict(model.config)`) and its vocabulary to `path`"
+    m = learn.model
+    return save_checkpoint(path, _FORMAT, m, config=asdict(m.config), vocab=list(learn.dls.vocab), **info)
 
 def load_encoder_file(path):
     "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
-    p = Path(path)
-    ck = load_checkpoint(p, _FORMAT, 'encoder', 'an encoder saved by `tfs pretrain`', hint=f"make one with `tfs pretrain --out {p}`",
-                         keys=('config', 'vocab'))
-    ck = upgrade_checkpoint(ck, 'encoder')                          # keys of files saved before the `Trunk` are mapped
-    c = validate_config(ck['config'], len(ck['vocab']) if isinstance(ck['vocab'], list) else 0, p, 'encoder', 'an encoder saved by `tfs pretrain`')
-    if not isinstance(ck['vocab'], list): raise ValueError(f"encoder: {str(p)!r} is not an encoder saved by `tfs pretrain` (damaged: vocab)")
-    mlm = MaskedLMTransformer(c['emb'], c['heads'], c['depth'], c['seq_len'], len(ck['vocab']), pad_idx=1, fast=True)
+    p, expected = Path(path), 'an encoder saved by `tfs pretrain`'
+    ck = load_checkpoint(p, _FORMAT, 'encoder', expected, hint=f"make one with `tfs pretrain --out {p}`", keys=('config', 'vocab'))
+    c = config_from_dict(ck['config'], p, 'encoder', expected)
+    if c.n_tokens != len(ck['vocab']):
+        raise ValueError(f"encoder: {str(p)!r} is not {expected} (damaged: config n_tokens is {c.n_tokens:,} and its "
+                         f"vocabulary has {len(ck['vocab']):,} words)")
+    mlm = MaskedLMTransformer(c)
     try: mlm.load_state_dict(ck['state_dict'])
     except RuntimeError as e: raise ValueError(f"encoder: {str(p)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
     return ck, mlm
 
 # %% ../nbs/41_pretrain.ipynb #6f407242
 def finetune_dls(df, vocab, seq_len=128, bs=32, keep='end', seed=0, device=None):
-    "Classification `DataLoaders` made by `classify.text_dls`, numbered with an existing `vocab` (the encoder's)"
+    "Classification `DataLoaders` made by `text_dls`, numbered with an existing `vocab` (the encoder's)"
     return text_dls(df, seq_len, bs, keep=keep, seed=seed, device=device, vocab=vocab)
 
-def finetune_learner(dls, cfg, mlm=None, dropout=0.1, precision='auto'):
-    "A `Learner` for a pre-norm `ClassificationTransformer` of the sizes in `cfg`, its encoder loaded from `mlm` if given"
-    config = dict(emb=cfg['emb'], heads=cfg['heads'], depth=cfg['depth'], seq_len=cfg['seq_len'], pos='learned', pool='mean',
-                  pad_idx=1, dropout=float(dropout), fast=True, prenorm=True)
-    model = ClassificationTransformer(n_tokens=len(dls.vocab[0]), n_classes=dls.c, **config)
+def finetune_learner(dls,
+                     config,        # the encoder's `ModelConfig` (`mlm.config`)
+                     mlm=None,      # the pretrained `MaskedLMTransformer` whose trunk is copied in; None: from scratch
+                     dropout=0.1, precision='auto'):
+    "A `Learner` for a `ClassificationTransformer` of the encoder's configuration (with `dls`' classes), its trunk loaded from `mlm` if given"
+    if len(dls.vocab[0]) != config.n_tokens:
+        raise ValueError(f"dls: numbered with {len(dls.vocab[0]):,} words, and the encoder reads {config.n_tokens:,}: "
+                         "number the texts with the encoder's vocabulary (`finetune_dls`)")
+    model = ClassificationTransformer(replace(config, n_classes=dls.c, dropout=float(dropout), tied=False))   # no LM head
     if mlm is not None: model.load_encoder(mlm)
     learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy)
-    learn.model_config = config   # for `classify.save_classifier`
     return set_precision(learn, precision)
 
 # %% ../nbs/41_pretrain.ipynb #0cadc26c
@@ -220,20 +226,16 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     cfg = dict(PRETRAIN_QUICK if quick else PRETRAIN_FULL, **kw)
     if epochs is not None: cfg['epochs'] = epochs
     if cfg['epochs'] < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {cfg['epochs']}")
-    out = validate_output(out or f'models/pretrain-{data}.pt', 'out').absolute()   # before the work, not after it
-    dev = default_device()
-    if not quick and dev.type == 'cpu':
-        print("tfs: the full configuration is meant for a GPU; --quick runs in minutes", file=sys.stderr)
-    start = time.perf_counter()
+    run = start_run(quick, out or f'models/pretrain-{data}.pt', seed)   # `out` checked before the work; device; seed
+    out = run.out.absolute()
     texts = pretrain_texts(data, score_on or data, cfg['max_texts'], seed)
-    dls = mlm_dls(texts, cfg['seq_len'], cfg['bs'], cfg['max_vocab'], cfg['p'], seed=seed, device=dev)
+    dls = mlm_dls(texts, cfg['seq_len'], cfg['bs'], cfg['max_vocab'], cfg['p'], seed=seed, device=run.device)
     short = cfg.get('short_len') or cfg['seq_len']
     n_short = min(int(cfg['epochs'] * cfg.get('short_frac', 0)), cfg['epochs'] - 1) if short < cfg['seq_len'] else 0
     stages = [(dls, cfg['epochs'] - n_short)]
     if n_short:                               # first the same text cut into short windows, as many tokens a batch
-        sdls = mlm_dls(texts, short, cfg['bs'] * cfg['seq_len'] // short, p=cfg['p'], seed=seed, device=dev, vocab=dls.vocab)
+        sdls = mlm_dls(texts, short, cfg['bs'] * cfg['seq_len'] // short, p=cfg['p'], seed=seed, device=run.device, vocab=dls.vocab)
         stages.insert(0, (sdls, n_short))
-    set_seed(seed)
     learn = mlm_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['dropout'])
     t0, values = time.perf_counter(), []
     for d, n in stages:
@@ -247,50 +249,48 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
     _tokenize_cached.cache_clear()           # the tokens of 25,000 reviews are worth freeing
     base, top = freq_baseline(dls)
     fill_base, _ = freq_baseline(dls, at_mask=True)
-    save_encoder(learn, out, cfg, data=data, score_on=score_on or data, n_texts=len(texts))
-    return {'dataset': data, 'masked_accuracy': round(float(macc), 4), 'frequency_baseline': round(base, 4),
-            'mask_fill_accuracy': round(float(fill), 4), 'mask_fill_baseline': round(fill_base, 4),
-            'frequent_token': top, 'valid_loss': round(float(valid_loss), 4),
-            'masked_accuracy_by_epoch': [round(float(v[2]), 4) for v in values],
-            'mask_fill_accuracy_by_epoch': [round(float(v[3]), 4) for v in values],
-            'epochs': cfg['epochs'], 'short_epochs': n_short, 'short_len': short if n_short else None,
-            'seconds': round(time.perf_counter() - start, 1),
-            'seconds_per_epoch': round(train_s / cfg['epochs'], 1), 'device': dev.type, 'encoder': str(out),
-            'quick': bool(quick), 'texts': len(texts), 'vocab': len(dls.vocab), 'train_tokens': len(dls.train_ids),
-            **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'p')}}
+    save_encoder(learn, out, data=data, score_on=score_on or data, n_texts=len(texts))
+    return run.report({'dataset': data, 'masked_accuracy': round(float(macc), 4), 'frequency_baseline': round(base, 4),
+                       'mask_fill_accuracy': round(float(fill), 4), 'mask_fill_baseline': round(fill_base, 4),
+                       'frequent_token': top, 'valid_loss': round(float(valid_loss), 4),
+                       'masked_accuracy_by_epoch': [round(float(v[2]), 4) for v in values],
+                       'mask_fill_accuracy_by_epoch': [round(float(v[3]), 4) for v in values],
+                       'epochs': cfg['epochs'], 'short_epochs': n_short, 'short_len': short if n_short else None,
+                       'seconds_per_epoch': round(train_s / cfg['epochs'], 1), 'encoder': str(out),
+                       'quick': bool(quick), 'texts': len(texts), 'vocab': len(dls.vocab), 'train_tokens': len(dls.train_ids),
+                       **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'p')}})
 
 # %% ../nbs/41_pretrain.ipynb #03167735
 def run_finetune(encoder,                  # a file saved by `run_pretrain`, or None for the same model from scratch
-                 data='imdb_sample', quick=False, epochs=None, out=None, seed=0, vocab_from=None, show=True, lr=None,
+                 data='imdb_sample', quick=False, epochs=None, out=None, seed=0,
+                 vocab_from=None,          # with `encoder=None`: the encoder file whose vocabulary and configuration to use
+                 show=True, lr=None,
                  precision='auto'):        # as `run_classify`'s: 'bf16' and 'fp16' need a CUDA GPU
     "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
-    if out is not None: out = validate_output(out, 'out').absolute()   # before the work, not after it
-    dev = default_device()
-    validate_precision(precision, dev)                               # refused on a CPU, not run in fp32 instead
+    if encoder is None and vocab_from is None: raise ValueError("encoder: give an encoder file, or `vocab_from` to train from scratch")
+    run = start_run(quick, out, seed)                                # `out` checked before the work; device; seed
+    validate_precision(precision, run.device)                        # refused on a CPU, not run in fp32 instead
     ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)
-    if encoder is None: mlm = None                                   # from scratch, same vocabulary and sizes
-    elif data == 'imdb_sample' and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
+    if data == 'imdb_sample' and encoder is not None and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
         raise ValueError("encoder: it read IMDB_SAMPLE's validation reviews (pretrained on all IMDB training reviews); "
                          "pretrain with score_on='imdb_sample' (`tfs pretrain --data imdb --score-on imdb_sample`)")
-    cfg = dict(ck['config'], **(FINETUNE_QUICK if quick else FINETUNE_FULL))
-    if epochs is not None: cfg['epochs'] = epochs
-    if lr is not None: cfg['lr'] = lr
-    start = time.perf_counter()
+    hp = dict(FINETUNE_QUICK if quick else FINETUNE_FULL)
+    if epochs is not None: hp['epochs'] = epochs
+    if lr is not None: hp['lr'] = lr
+    c = mlm.config
     df = imdb_sample_df() if data == 'imdb_sample' else imdb_df()
-    dls = finetune_dls(df, ck['vocab'], cfg['seq_len'], cfg['bs'], seed=seed, device=dev)
-    set_seed(seed)
-    learn = finetune_learner(dls, cfg, mlm, cfg['dropout'], precision)
-    if show: learn.fit_one_cycle(cfg['epochs'], cfg['lr'], wd=cfg['wd'])
+    dls = finetune_dls(df, ck['vocab'], c.seq_len, hp['bs'], seed=seed, device=run.device)
+    learn = finetune_learner(dls, c, mlm if encoder is not None else None, hp['dropout'], precision)   # else from scratch
+    if show: learn.fit_one_cycle(hp['epochs'], hp['lr'], wd=hp['wd'])
     else:
-        with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(cfg['epochs'], cfg['lr'], wd=cfg['wd'])
+        with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(hp['epochs'], hp['lr'], wd=hp['wd'])
     _, valid_loss, acc = learn.recorder.values[-1]
-    seconds = time.perf_counter() - start
-    res = {'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
-           'epochs': cfg['epochs'], 'seconds': round(seconds, 1), 'device': dev.type, 'precision': learn.precision}
+    out = None if run.out is None else run.out.absolute()
     if out is not None: save_classifier(learn, out, data=data, encoder=None if encoder is None else str(encoder))
-    res.update({'model': str(out) if out else None, 'quick': bool(quick), 'train_rows': int((~df.is_valid).sum()),
-                'valid_rows': int(df.is_valid.sum()), 'emb': cfg['emb'], 'heads': cfg['heads'], 'depth': cfg['depth'],
-                'seq_len': cfg['seq_len'], 'pos': 'learned', 'encoder': None if encoder is None else str(encoder),
-                'accuracy_by_epoch': [round(float(v[2]), 4) for v in learn.recorder.values]})
-    return res
+    return run.report({'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
+                       'epochs': hp['epochs'], 'precision': learn.precision, 'model': str(out) if out else None,
+                       'quick': bool(quick), 'train_rows': int((~df.is_valid).sum()), 'valid_rows': int(df.is_valid.sum()),
+                       'emb': c.emb, 'heads': c.heads, 'depth': c.depth, 'seq_len': c.seq_len, 'pos': c.pos,
+                       'encoder': None if encoder is None else str(encoder),
+                       'accuracy_by_epoch': [round(float(v[2]), 4) for v in learn.recorder.values]})
