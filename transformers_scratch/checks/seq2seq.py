@@ -6,13 +6,14 @@
 __all__ = ['check_valid_lens', 'check_cross_attention', 'check_decoder_block', 'check_teacher_forcing', 'check_seq2seq_loss', 'check_greedy_decode']
 
 # %% ../../nbs/checks/30_seq2seq.checks.ipynb #d867405a
-import math, copy, torch, torch.nn as nn, torch.nn.functional as F
+# the checks that lesson 30 appends to this module use these names (unused in this notebook: F401 off)
+import math, copy, torch, torch.nn as nn, torch.nn.functional as F  # noqa: F401
 from ..core import *
-from ..config import ModelConfig
+from ..config import ModelConfig  # noqa: F401
 from ..seq2seq import *
-from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill
-from ..attention import SelfAttention, split_heads, merge_heads
-from ..generate import KVCache
+from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill  # noqa: F401
+from ..attention import SelfAttention, split_heads, merge_heads  # noqa: F401
+from ..generate import KVCache  # noqa: F401
 
 # %% ../../nbs/30_seq2seq.ipynb #01e6c762
 #| code-fold: true
