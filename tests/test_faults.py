@@ -12,7 +12,8 @@ import pytest, torch
 from transformers_scratch.cli import main
 from transformers_scratch.checkpoints import save_checkpoint, load_checkpoint
 from transformers_scratch.classify import (synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier)
-from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, load_lm
+from transformers_scratch.lmdata import lm_dls
+from transformers_scratch.lm import lm_config, lm_learner, save_lm, load_lm
 from transformers_scratch.translate import Vocab, SPECIALS, PAD, Translator, save_translator, load_translator
 from transformers_scratch.seq2seq import Seq2SeqTransformer
 from transformers_scratch.mlm import MaskedLMTransformer
@@ -57,7 +58,7 @@ def d(tmp_path_factory):
     cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
     dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
     save_lm(lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')}), d/'lm.pt',
-            'tinyshakespeare', 'char', cfg, codec)
+            'tinyshakespeare', 'char', codec)
     # a tiny (untrained) translator
     words = 'ein hund der die das im park läuft a dog runs in the park man frau'.split()
     sv, tv = Vocab(SPECIALS + words), Vocab(SPECIALS + words[::-1])

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest, torch
 from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch.classify import synth_text_df, text_dls, classifier_learner, save_classifier
-from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm
+from transformers_scratch.lmdata import lm_dls
+from transformers_scratch.lm import lm_config, lm_learner, save_lm
 from transformers_scratch.translate import Vocab, SPECIALS, PAD, Translator, save_translator
 from transformers_scratch.seq2seq import Seq2SeqTransformer
 from transformers_scratch.mlm import MaskedLMTransformer
@@ -54,7 +55,7 @@ def d(tmp_path_factory):
     cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
     dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
     save_lm(lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')}), d/'lm.pt',
-            'tinyshakespeare', 'char', cfg, codec)
+            'tinyshakespeare', 'char', codec)
     words = 'ein hund der die das im park läuft a dog runs in the park man frau'.split()
     sv, tv = Vocab(SPECIALS + words), Vocab(SPECIALS + words[::-1])
     m = Seq2SeqTransformer(16, 2, 1, 12, len(sv), len(tv), PAD, PAD, pos='sinusoidal', fast=True, mult=2).eval()

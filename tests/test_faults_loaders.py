@@ -15,7 +15,8 @@ from transformers_scratch.gpt2 import (GPT2Error, tiny_gpt2, load_gpt2, gpt2_tok
                                        read_gpt2_config, run_gpt2_classify, gpt2_dls)
 from transformers_scratch.classify import numericalize_df, synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier
 from transformers_scratch.data import validate_texts
-from transformers_scratch.lm import lm_config, lm_dls, lm_learner, save_lm, note_truncation
+from transformers_scratch.lmdata import lm_dls
+from transformers_scratch.lm import lm_config, lm_learner, save_lm, note_truncation
 from transformers_scratch.mlm import MaskedLMTransformer
 from transformers_scratch import pretrain as P
 from fastai.torch_core import set_seed
@@ -46,7 +47,7 @@ def d(tmp_path_factory):
     cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
     dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
     save_lm(lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')}), d/'lm.pt', 'tinyshakespeare', 'char',
-            cfg, codec)
+            codec)
     ck = torch.load(d/'lm.pt', weights_only=True)
     torch.save(dict(ck, vocab=[c for c in ck['vocab'] if c not in 'xyz']), d/'lm-fewer.pt')     # sorted, but lacks x, y, z
     torch.save(dict(ck, vocab=ck['vocab'][::-1]), d/'lm-unsorted.pt')                          # the ids of other characters
