@@ -8,7 +8,7 @@ from transformers_scratch.config import ModelConfig, config_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB, NBS = ROOT/'transformers_scratch', ROOT/'nbs'
-MODEL_MODULES = ['runtime', 'selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm']
+MODEL_MODULES = ['runtime', 'config', 'selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm']
 
 def _nb_order():
     "Every lesson notebook in `ls nbs/` order, with the modules it exports to (`#| default_exp`, `#| export name`)"
