@@ -135,10 +135,17 @@ def test_every_model_keeps_its_config_and_is_rebuilt_from_it_as_plain_data():
                 if hasattr(mod, 'config'): assert mod.config.emb == m.config.emb and mod.config.heads == m.config.heads
 
 def test_one_init_for_every_model():
+    "`models.init_weights`: every embedding N(0, 0.02) with its padding row 0; linear layers keep PyTorch's U(±1/√fan-in)"
+    import math, torch.nn as nn
     for m in _models():
-        for name, p in m.named_parameters():
-            if p.dim() == 2 and 'norm' not in name:
-                assert abs(p.std().item() - 0.02) < 0.006, f"{type(m).__name__}.{name}: std {p.std().item():.3f}, not 0.02"
+        for name, mod in m.named_modules():
+            if isinstance(mod, nn.Embedding):
+                assert abs(mod.weight.std().item() - 0.02) < 0.006, f"{type(m).__name__}.{name}: std {mod.weight.std().item():.3f}"
+                if mod.padding_idx is not None: assert mod.weight[mod.padding_idx].abs().sum() == 0
+            elif isinstance(mod, nn.Linear) and mod.weight is not getattr(m, 'token_emb', nn.Embedding(1, 1)).weight:
+                if any(mod.weight is e.weight for e in m.modules() if isinstance(e, nn.Embedding)): continue   # a tied head
+                bound = 1 / math.sqrt(mod.in_features)
+                assert mod.weight.abs().max() <= bound + 1e-6 and mod.weight.std() > bound / 3, f"{type(m).__name__}.{name}"
 
 def test_one_attention_module():
     "Cross-attention is `SelfAttention` over a memory: every attention layer of every model is one class"

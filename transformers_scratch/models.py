@@ -32,12 +32,11 @@ def validate_tokens(x,          # a (b, t) batch of token ids
 
 # %% ../nbs/06_models.ipynb #f6392016
 def init_weights(m):
-    "The one initialisation of the course's models, for `model.apply`: weights N(0, 0.02), biases 0, LayerNorms 1 and 0, the padding embedding 0"
-    if isinstance(m, (nn.Linear, nn.Embedding)): nn.init.normal_(m.weight, std=0.02)
-    if isinstance(m, nn.Linear) and m.bias is not None: nn.init.zeros_(m.bias)
-    if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-        with torch.no_grad(): m.weight[m.padding_idx].zero_()
-    if isinstance(m, nn.LayerNorm) and m.elementwise_affine: nn.init.ones_(m.weight); nn.init.zeros_(m.bias)
+    "The one initialisation of the course's models, for `model.apply`: embeddings N(0, 0.02) with the padding row 0; linear layers and LayerNorms keep PyTorch's own"
+    if isinstance(m, nn.Embedding):
+        nn.init.normal_(m.weight, std=0.02)
+        if m.padding_idx is not None:
+            with torch.no_grad(): m.weight[m.padding_idx].zero_()
 
 class Trunk(nn.Module):
     "Token and position embeddings, dropout, `config.depth` blocks and a final norm: (b, t) token ids -> (b, t, e)"
