@@ -9,19 +9,19 @@ config.json asks for fails there instead of passing slowly. The GPT-2 folders ar
 import io, json, os, re, signal, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 import numpy as np, pandas as pd, pytest, torch
+from dataclasses import asdict
 from transformers_scratch.checkpoints import save_checkpoint
-from transformers_scratch import gpt2 as G
-from transformers_scratch.gpt2 import (GPT2Error, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec, load_gpt2_classifier, GPT2Classifier,
-                                       read_gpt2_config, run_gpt2_classify, gpt2_dls)
-from transformers_scratch.classify import numericalize_df, synth_text_df, text_dls, classifier_learner, save_classifier, load_classifier
+from transformers_scratch import gpt2 as G, gpt2_classify as GC
+from transformers_scratch.gpt2 import GPT2Error, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec
+from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
+                                                run_gpt2_classify, gpt2_dls)
+from transformers_scratch.textdata import numericalize_df, synth_text_df, text_dls
+from transformers_scratch.classify import load_classifier
 from transformers_scratch.data import validate_texts
-from transformers_scratch.lmdata import lm_dls
-from transformers_scratch.lm import lm_config, lm_learner, save_lm, note_truncation
-from transformers_scratch.mlm import MaskedLMTransformer
+from transformers_scratch.lm import note_truncation
 from transformers_scratch import pretrain as P
-from fastai.torch_core import set_seed
+from faultkit import tfs, one_line, left, env, tiny_models   # the shared assertions and tiny models of every fault case
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ['TFS_DATA'])
 pytestmark = pytest.mark.usefixtures('one_thread')
 TEXTS = ["the cat sat on the mat, and the dog sat on the log."] * 20 + ["a good film", "a bad film", "good, not bad"] * 10
@@ -33,32 +33,23 @@ def d(tmp_path_factory):
     g = tiny_gpt2(d/'gpt2', TEXTS, emb=16, heads=2, depth=1, seq_len=32, vocab_size=300)
     tok = gpt2_tokenizer(g)
     m = GPT2Classifier(load_gpt2(g), 2, tok.eos_id)
-    info = dict(config=read_gpt2_config(g/'config.json'), classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)
-    save_checkpoint(d/'gpt2-clf.pt', G._CLS_FORMAT, m, tokenizer=tok.files, **info)
-    save_checkpoint(d/'gpt2-clf-tiktoken.pt', G._CLS_FORMAT, m, tokenizer={'tiktoken': 'gpt2'}, **info)
-    save_checkpoint(d/'gpt2-clf-vocab.pt', G._CLS_FORMAT, m, tokenizer=dict(tok.files, **{'vocab.json': '{"a": 0, "b": "1"}'}), **info)
-    set_seed(0)
-    learn = classifier_learner(text_dls(synth_text_df(n=64), seq_len=16, bs=8, device='cpu'), emb=8, heads=2, depth=1, seq_len=16,
-                               precision='fp32')
-    save_classifier(learn, d/'clf.pt')
+    save_gpt2_classifier(GPT2TextClassifier(m, tok, ['a', 'b'], 8), d/'gpt2-clf.pt')
+    info = dict(config=asdict(m.config), classes=['a', 'b'], seq_len=8, pool='last', pad_id=tok.eos_id)   # as `save_gpt2_classifier`
+    save_checkpoint(d/'gpt2-clf-tiktoken.pt', GC._FORMAT, m, tokenizer={'tiktoken': 'gpt2'}, **info)
+    save_checkpoint(d/'gpt2-clf-vocab.pt', GC._FORMAT, m, tokenizer=dict(tok.files, **{'vocab.json': '{"a": 0, "b": "1"}'}), **info)
+    tiny_models(d)                                                   # clf.pt, lm.pt, tr.pt, enc.pt
     ck = torch.load(d/'clf.pt', weights_only=True)
     torch.save(dict(ck, crop=dict(ck['crop'], seq_len=-5)), d/'clf-crop.pt')
     torch.save(dict(ck, vocab=ck['vocab'][:5] + [7] + ck['vocab'][6:]), d/'clf-mixed.pt')
-    cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
-    dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
-    save_lm(lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')}), d/'lm.pt', 'tinyshakespeare', 'char',
-            codec)
     ck = torch.load(d/'lm.pt', weights_only=True)
-    torch.save(dict(ck, vocab=[c for c in ck['vocab'] if c not in 'xyz']), d/'lm-fewer.pt')     # sorted, but lacks x, y, z
+    keep = [i for i, c in enumerate(ck['vocab']) if c not in 'xyz']                           # sorted, but lacks x, y, z:
+    torch.save(dict(ck, vocab=[ck['vocab'][i] for i in keep], config=dict(ck['config'], n_tokens=len(keep)),   # a whole model
+                    state_dict={k: v[keep] if k.startswith(('trunk.token_emb.', 'toprobs.')) else v for k, v in ck['state_dict'].items()}),
+               d/'lm-fewer.pt')
     torch.save(dict(ck, vocab=ck['vocab'][::-1]), d/'lm-unsorted.pt')                          # the ids of other characters
-    words = 'xxunk xxpad xxbos xxeos xxfld xxrep xxmask a good bad film'.split()
-    save_checkpoint(d/'enc.pt', P._FORMAT, MaskedLMTransformer(16, 2, 1, 16, len(words), pad_idx=1, fast=True),
-                    config=dict(emb=16, heads=2, depth=1, seq_len=16, dropout=0.), vocab=words, data='imdb_sample', score_on='imdb_sample')
     ck = torch.load(d/'enc.pt', weights_only=True)
-    torch.save(dict(ck, vocab=list(range(len(words)))), d/'enc-ints.pt')
+    torch.save(dict(ck, vocab=list(range(len(ck['vocab'])))), d/'enc-ints.pt')
     return d
-
-from faultkit import tfs, one_line   # the shared assertions of every fault case
 
 def raises(f, pattern, exc=ValueError):
     "`f()` raises `exc` with a one-line message matching `pattern`; the message"
@@ -66,10 +57,6 @@ def raises(f, pattern, exc=ValueError):
     msg = str(e.value)
     assert '\n' not in msg and len(msg) < 500 and re.search(pattern, msg), msg
     return msg
-
-def left(folder): return sorted(p.name for p in Path(folder).iterdir())
-
-def env(**kw): return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS='ignore', **kw)
 
 def folder_with(d, tmp_path, name='f', config=None, weights=None, **files):
     "A copy of the tiny GPT-2 folder with `config` (a dict, or the text of config.json), `weights` or tokenizer `files` replaced"
@@ -91,14 +78,17 @@ def config(d, **kw):
         else: c[k] = v
     return c
 
-CONFIGS = [(dict(n_embd=None), 'config has no n_embd'), (dict(n_positions=None), 'config has no n_positions'),
-           (dict(vocab_size=None), 'config has no vocab_size'), (dict(n_embd='abc'), r"config n_embd='abc': expected an integer"),
-           (dict(n_embd=0), r'config n_embd=0: expected an integer in \[1,'), (dict(n_embd=-16), 'config n_embd=-16'),
-           (dict(n_head=0), r'config n_head=0: expected an integer in \[1,'), (dict(n_head=3), 'config n_head=3 does not divide n_embd=16'),
-           (dict(n_layer=1e9), r'config n_layer=1000000000\.0: expected an integer in \[1, 1,024\]'),
-           (dict(n_positions=True), 'config n_positions=True'),
-           (dict(layer_norm_epsilon='abc'), r"config layer_norm_epsilon='abc': expected a number in \(0, 0\.1\]"),
-           (dict(layer_norm_epsilon=-1e-5), 'config layer_norm_epsilon=-1e-05'), (dict(layer_norm_epsilon=5.0), 'layer_norm_epsilon=5.0'),
+CONFIGS = [(dict(n_embd=None), r'config n_embd: expected an integer .*got None'),
+           (dict(n_positions=None), r'config n_positions: expected an integer .*got None'),
+           (dict(vocab_size=None), r'config vocab_size: expected an integer .*got None'),
+           (dict(n_embd='abc'), r"config n_embd: expected an integer .*got 'abc'"),
+           (dict(n_embd=0), r'config n_embd: expected an integer in \[1, 65,536\], got 0'), (dict(n_embd=-16), r'config n_embd: .*got -16'),
+           (dict(n_head=0), r'config n_head: expected an integer in \[1, 1,024\], got 0'), (dict(n_head=3), 'config n_head: 3 does not divide emb=16'),
+           (dict(n_layer=1e9), r'config n_layer: expected an integer in \[1, 1,024\], got 1000000000\.0'),
+           (dict(n_positions=True), r'config n_positions: .*got True'),
+           (dict(layer_norm_epsilon='abc'), r"config layer_norm_epsilon: expected a number in \(0, 0\.1\], got 'abc'"),
+           (dict(layer_norm_epsilon=-1e-5), r'config layer_norm_epsilon: .*got -1e-05'),
+           (dict(layer_norm_epsilon=5.0), r'config layer_norm_epsilon: .*got 5\.0'),
            (dict(activation_function=['gelu']), r"activation_function=\['gelu'\]"), (dict(model_type='bert'), "model_type is 'bert'")]
 
 @pytest.mark.parametrize('kw,pattern', CONFIGS, ids=[' '.join(f'{k}={v}' for k, v in kw.items()) for kw, _ in CONFIGS])
@@ -156,7 +146,7 @@ def test_gpt2_config_bounded_before_allocation(d, tmp_path):
     assert len(res) == 4, res
     for name, (msg, secs) in res.items():
         f = name.split()[0]
-        want = r'config n_layer=1000000000: expected an integer' if f.endswith('layers') else r'ask for about [\d,.]+ [GT]iB of memory, more than'
+        want = r'config n_layer: expected an integer .*got 1000000000' if f.endswith('layers') else r'ask for about [\d,.]+ [GT]iB of memory, more than'
         assert str(Path(f)/'config.json') in msg and re.search(want, msg) and len(msg.strip().splitlines()) == 1, (name, msg)
         assert not name.endswith('generate') or msg.startswith('exit 2: tfs: error: source:'), (name, msg)
         assert secs < 0.5, (name, secs)
@@ -265,7 +255,7 @@ def test_precision_the_cpu_cannot_do(d, capsys, tmp_path, monkeypatch, precision
 
 def test_bf16_needs_compute_capability_8():
     "bf16 on a GPU older than an A100 (a T4 is 7.5) is refused too; fp16 and 'auto' are what it can do"
-    from transformers_scratch.classify import validate_precision
+    from transformers_scratch.runtime import validate_precision
     raises(lambda: validate_precision('bf16', 'cuda', (7, 5)), r"^precision: bf16 needs a GPU of compute capability 8\.0 or later .* this one is 7\.5")
     for p in ('fp16', 'auto', 'fp32'): validate_precision(p, 'cuda', (7, 5))
     validate_precision('bf16', 'cuda', (9, 0))
@@ -370,13 +360,13 @@ def test_quick_gpt2_folder_removed_on_every_exit(tmp_path, monkeypatch):
     "`classify --gpt2 --quick` makes its tiny GPT-2 in a temporary folder: gone after a run, an error and Ctrl-C"
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     made = []
-    real = G.tiny_gpt2
-    monkeypatch.setattr(G, 'tiny_gpt2', lambda folder, *a, **k: made.append(Path(folder)) or real(folder, *a, **k))
+    real = GC.tiny_gpt2
+    monkeypatch.setattr(GC, 'tiny_gpt2', lambda folder, *a, **k: made.append(Path(folder)) or real(folder, *a, **k))
     res = run_gpt2_classify(quick=True, epochs=1, seq_len=16)
     assert res['quick'] and made and made[-1].parent.parent == tmp_path and not made[-1].exists() and left(tmp_path) == []
     for exc in (ValueError('boom'), KeyboardInterrupt()):
         def fail(*a, **k): raise exc
-        monkeypatch.setattr(G, 'load_gpt2', fail)
+        monkeypatch.setattr(GC, 'load_gpt2', fail)
         with pytest.raises(type(exc)): run_gpt2_classify(quick=True, epochs=1)
         assert made[-1].is_dir() is False and left(tmp_path) == [], left(tmp_path)
 
