@@ -19,7 +19,7 @@ from fastai.metrics import accuracy
 from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_checkpoint, validate_archive
 from .config import config_from_dict
-from .runtime import model_device, evaluating, validate_precision, set_precision
+from .runtime import model_device, evaluating, set_precision
 from .models import GenerationTransformer, init_weights
 from .training import start_run
 from .data import validate_texts, imdb_df, imdb_sample_df
@@ -157,9 +157,8 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
                      ):
     "Fine-tune a GPT-2 classifier with a fastai `Learner`, save it to `out` if given; returns the measured results"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
-    run = start_run(quick, out, seed)                                  # `out` checked before the work, not after it
+    run = start_run(quick, out, seed, precision=precision)             # `out` and the precision checked before the work
     dev, out = run.device, run.out and run.out.absolute()
-    validate_precision(precision, dev)                                 # fp16 on a CPU: refused, not fp32 reported as fp16
     cfg = dict(GPT2_CLASSIFY['quick' if quick else 'full'])
     for k, v in dict(epochs=epochs, seq_len=seq_len, lr=lr).items():
         if v is not None: cfg[k] = v
