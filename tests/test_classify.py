@@ -116,7 +116,7 @@ def test_load_refuses_a_file_whose_parts_disagree(tmp_path):
 @pytest.mark.parametrize('args,pattern', [
     (['classify', '--data', 'mnist'], 'invalid choice'),
     (['classify', '--epochs', '0'], 'positive'),
-    (['classify', '--emb', '10', '--heads', '4'], 'must divide'),
+    (['classify', '--emb', '10', '--heads', '4'], 'does not divide'),
     (['classify', '--quick', '--heads', '3'], 'divide'),          # 3 does not divide the quick emb=64
     (['predict', '--model', 'no/such/model.pkl', 'good film'], 'no/such/model.pkl'),
     (['predict', '--model', 'no/such/model.pkl', '   '], 'empty'),
