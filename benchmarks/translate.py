@@ -12,7 +12,7 @@ average: the 2-core CI machine is often shared, so report the load with the timi
 import argparse, json, os, platform, tempfile
 from pathlib import Path
 import torch
-from transformers_scratch.translate import run_translate, load_translator, multi30k, evaluate_bleu
+from transformers_scratch.translate import run_translate, load_translator, multi30k, evaluate_bleu, QUICK, FULL
 
 def machine():
     m = {'platform': platform.platform(), 'cpus': os.cpu_count(), 'torch_threads': torch.get_num_threads(),
@@ -27,18 +27,19 @@ def main():
     p.add_argument('--beam', type=int, default=None, help='beam size to compare with greedy (default: 5 full, 4 quick)')
     p.add_argument('--src', default='de'); p.add_argument('--tgt', default='en')
     p.add_argument('--epochs', type=int, default=None)
+    p.add_argument('--lr', type=float, default=None, help="peak learning rate of the one-cycle schedule (default: the configuration's)")
     a = p.parse_args()
     beam = a.beam or (5 if a.full else 4)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d)/'model.pt'
         load0 = machine().get('load_avg_1min')
-        res = run_translate(src=a.src, tgt=a.tgt, quick=not a.full, beam=1, out=path, epochs=a.epochs)
+        res = run_translate(src=a.src, tgt=a.tgt, quick=not a.full, beam=1, out=path, epochs=a.epochs, lr=a.lr)
         tr = load_translator(path)
     if torch.cuda.is_available(): tr.model.cuda()
     test = multi30k(a.src, a.tgt, splits=('test_2016_flickr',))['test_2016_flickr']
     b = evaluate_bleu(tr.model, tr.src_vocab, tr.tgt_vocab, test, beam=beam)
     out = {'config': 'full' if a.full else 'quick', 'pair': f"{a.src}-{a.tgt}", 'params': res['params'],
-           'epochs': res['epochs'], 'train_seconds': res['train_seconds'], 'tokens_per_s': res['tokens_per_s'],
+           'epochs': res['epochs'], 'lr': a.lr or (FULL if a.full else QUICK)['lr'], 'train_seconds': res['train_seconds'], 'tokens_per_s': res['tokens_per_s'],
            'total_seconds': res['seconds'], 'valid_loss': res['valid_loss'],
            'greedy': {'bleu': res['bleu'], 'bleu_cased': res['bleu_cased'], 'seconds': res['bleu_seconds']},
            f'beam{beam}': {'bleu': b['bleu'], 'bleu_cased': b['bleu_cased'], 'seconds': b['seconds']},

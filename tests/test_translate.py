@@ -85,8 +85,9 @@ def test_model_is_built_from_its_config():
     assert m.toprobs.weight is m.decoder.token_emb.weight and m.toprobs.bias is None
     assert m.decoder.blocks[0].ff[0].out_features == 64
     assert Seq2SeqTransformer(config(tied=False)).toprobs.bias is not None
-    std = m.encoder.blocks[0].attention.tokeys.weight.std()                   # lesson 06's init_weights: N(0, 0.02)
-    assert 0.015 < std < 0.025 and (m.encoder.token_emb.weight[1] == 0).all()
+    emb, lin = m.encoder.token_emb.weight, m.encoder.blocks[0].attention.tokeys.weight   # lesson 06's init_weights:
+    assert 0.015 < emb[2:].std() < 0.025 and (emb[1] == 0).all()                       # embeddings N(0, 0.02), padding row 0
+    assert 0.8 < lin.std() * (3 * 32) ** 0.5 < 1.2                                      # linear layers PyTorch's U(±1/√fan_in)
 
 def test_fully_padded_source_gives_no_nan():
     assert torch.isfinite(model()(torch.ones(2, 5, dtype=torch.long), ids(2, 4))).all()
