@@ -141,7 +141,7 @@ def test_finetune_learner_takes_the_encoders_config():
     dls.vocab, dls.c = (['w'] * 70, ['neg', 'pos']), 2
     learn = finetune_learner(dls, mlm.config, mlm, dropout=0.2)
     c = learn.model.config
-    assert c == replace(mlm.config, n_classes=2, dropout=0.2, tied=False) and not hasattr(learn, 'model_config')
+    assert c == replace(mlm.config, n_classes=2, dropout=0.2, tied=False)
     assert torch.equal(learn.model.trunk.token_emb.weight, mlm.trunk.token_emb.weight)
     dls.vocab = (['w'] * 71, ['neg', 'pos'])
     with pytest.raises(ValueError, match="encoder's vocabulary"): finetune_learner(dls, mlm.config, mlm)
