@@ -1,5 +1,5 @@
 "The public API of the foundation, tested against PyTorch's own modules and hand-computed values."
-import math, pytest, torch, torch.nn as nn, torch.nn.functional as F
+import math, pytest, torch, torch.nn.functional as F
 from transformers_scratch.attention import SelfAttention, attention, to_torch_mha
 from transformers_scratch.masks import causal_mask, masked_softmax
 from transformers_scratch.models import ClassificationTransformer, GenerationTransformer

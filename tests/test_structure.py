@@ -151,8 +151,8 @@ def test_one_attention_module():
     "Cross-attention is `SelfAttention` over a memory: every attention layer of every model is one class"
     from transformers_scratch.attention import SelfAttention
     for m in _models():
-        kinds = {type(mod).__name__ for mod in m.modules() if callable(getattr(mod, 'weights', None)) and mod is not m}
-        assert kinds == {'SelfAttention'}, (type(m).__name__, kinds)
+        kinds = {type(mod) for mod in m.modules() if callable(getattr(mod, 'weights', None)) and mod is not m}
+        assert kinds == {SelfAttention}, (type(m).__name__, kinds)
 
 def test_classifier_loads_a_masked_lm_of_the_same_config_and_computes_the_same():
     from transformers_scratch.models import ClassificationTransformer

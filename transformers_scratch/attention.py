@@ -7,9 +7,8 @@ __all__ = ['attention_weights', 'attention', 'fast_attention', 'split_heads', 'm
            'selfattention_forward']
 
 # %% ../nbs/03_attention.ipynb #220cbd9d
-import math, copy, torch, torch.nn as nn, torch.nn.functional as F
+import math, torch, torch.nn as nn, torch.nn.functional as F
 from .masks import causal_mask, masked_softmax, neg_fill
-from .config import ModelConfig
 
 # %% ../nbs/03_attention.ipynb #a2d11c84
 # @title Solution: attention

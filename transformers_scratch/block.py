@@ -6,9 +6,8 @@
 __all__ = ['ACTIVATIONS', 'layer_norm', 'feedforward', 'TransformerBlock', 'postnorm_block', 'prenorm_block', 'block_params']
 
 # %% ../nbs/05_block.ipynb #c06fb19c
-import copy, torch, torch.nn as nn, torch.nn.functional as F
+import torch, torch.nn as nn
 from .attention import SelfAttention
-from .config import ModelConfig
 
 # %% ../nbs/05_block.ipynb #cdc6ccf6
 # @title Solution: layer norm

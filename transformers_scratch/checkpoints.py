@@ -7,7 +7,7 @@ __all__ = ['MAX_RATIO', 'MAX_RECORDS', 'VOCAB_KEYS', 'atomic_write', 'validate_o
            'validate_archive', 'load_checkpoint']
 
 # %% ../nbs/00b_checkpoints.ipynb #c565715a
-import os, io, contextlib, tempfile, warnings, math, zipfile
+import os, io, contextlib, tempfile, warnings, zipfile
 from pathlib import Path
 import torch
 from .runtime import memory_bytes, human_bytes

@@ -8,7 +8,7 @@ __all__ = ['LIMITS', 'CHOICES', 'ConfigError', 'ModelConfig', 'validate_config',
 
 # %% ../nbs/00c_config.ipynb #f1ffe069
 import math
-from dataclasses import dataclass, asdict, fields
+from dataclasses import dataclass, fields
 from .runtime import memory_bytes, human_bytes
 
 # %% ../nbs/00c_config.ipynb #d7c850cd

@@ -6,7 +6,7 @@
 __all__ = ['causal_mask', 'neg_fill', 'mask_scores', 'lengths_to_mask', 'masked_softmax', 'masked_softmax_lens']
 
 # %% ../nbs/02_masks.ipynb #0a8bac91
-import math, itertools, torch, torch.nn.functional as F
+import torch, torch.nn.functional as F
 
 # %% ../nbs/02_masks.ipynb #19f2968e
 # @title Solution: causal mask

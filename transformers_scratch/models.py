@@ -9,7 +9,6 @@ __all__ = ['validate_tokens', 'init_weights', 'Trunk', 'HasTrunk', 'trunk_forwar
 # %% ../nbs/06_models.ipynb #0f405170
 import inspect, torch, torch.nn as nn
 from .runtime import evaluating
-from .config import ModelConfig
 from .block import TransformerBlock
 from .positions import PositionEmbedding, positions_from_pad
 from .masks import neg_fill

@@ -61,7 +61,7 @@ def set_precision(learn,             # a fastai `Learner`
     if dev is None: dev = model_device(learn.model)
     validate_precision(precision, dev)
     if precision == 'auto': precision = precision_for(dev)
-    import fastai.callback.fp16   # adds Learner.to_fp16 / to_bf16
+    import fastai.callback.fp16   # noqa: F401 (imported for its side effect: it adds Learner.to_fp16 / to_bf16)
     if precision == 'bf16': learn.to_bf16()
     elif precision == 'fp16': learn.to_fp16()
     learn.precision = precision

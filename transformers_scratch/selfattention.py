@@ -6,7 +6,7 @@
 __all__ = ['raw_weights', 'row_softmax', 'basic_self_attention', 'einsum_self_attention']
 
 # %% ../nbs/01_selfattention.ipynb #78e8022e
-import copy, torch, torch.nn.functional as F
+import torch, torch.nn.functional as F
 
 # %% ../nbs/01_selfattention.ipynb #ee860e23
 # @title Solution: raw_weights

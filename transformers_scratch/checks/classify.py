@@ -6,7 +6,7 @@
 __all__ = ['check_masked_mean']
 
 # %% ../../nbs/checks/11_classify.checks.ipynb #fbc9926d
-import torch
+import torch   # noqa: F401 (the checks, written in lesson 11, use it)
 from ..core import *
 
 # %% ../../nbs/11_classify.ipynb #5da92e0b

@@ -6,7 +6,7 @@
 __all__ = ['check_sinusoidal_encoding', 'check_positions_from_pad']
 
 # %% ../../nbs/checks/04_positions.checks.ipynb #577a96f3
-import math, copy, itertools, operator, torch, torch.nn as nn, torch.nn.functional as F
+import math, torch   # noqa: F401 (the checks, written in lesson 04, use them)
 from ..core import *
 from ..positions import *
 
@@ -38,7 +38,7 @@ def check_sinusoidal_encoding(fn):
     for t, e in ((50, 16), (8, 8), (1, 6), (61, 10), (13, 7), (4, 5)):
         def _hint(ex, args):
             why = (f"make it work for odd e (e={e} gives {(e + 1) // 2} sines and {e // 2} cosines, the last dim is a sine)" if e % 2
-                   else f"build every size from t and e, nothing hard-coded")
+                   else "build every size from t and e, nothing hard-coded")
             return (f"sinusoidal_encoding({t}, {e}) raised {type(ex).__name__}: {str(ex)[:60]}; {why}")
         out = Runs(fn, on_error=_hint)(t, e)
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
