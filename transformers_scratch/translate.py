@@ -246,7 +246,7 @@ def plot_attention(w, keys, queries, ax=None, title=None):
 
 # %% ../nbs/31_translate.ipynb #5d2eadd6
 QUICK = dict(emb=128, heads=4, depth=2, dec_depth=None, mult=4, dropout=0.1, smoothing=0.1, seq_len=64, bs=128,
-             epochs=3, lr=2e-3, wd=0.01, min_freq=2, beam=1, pos='learned')
+             epochs=3, lr=5e-3, wd=0.01, min_freq=2, beam=1, pos='learned')
 FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, mult=4, dropout=0.2, smoothing=0.1, seq_len=64, bs=128,
             epochs=30, lr=7e-4, wd=0.01, min_freq=2, beam=5, pos='learned')
 
