@@ -19,7 +19,7 @@ from fastai.torch_core import set_seed
 from fastai.callback.schedule import *          # fit_one_cycle, lr_find (the progress bars come with `training`)
 from .checkpoints import save_checkpoint, load_checkpoint, validate_folder
 from .config import ModelConfig, config_from_dict, validate_memory
-from .runtime import set_precision, validate_precision, model_device, evaluating
+from .runtime import set_precision, model_device, evaluating
 from .training import data_parallel, is_main_process, start_run
 from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
@@ -115,8 +115,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     if cfg['epochs'] < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {cfg['epochs']}")
     sizes = ModelConfig(emb=cfg['emb'], heads=cfg['heads'], depth=cfg['depth'], seq_len=cfg['seq_len'], pos=pos,
                         n_tokens=cfg['max_vocab'], n_classes=2)   # validated now; the vocabulary has at most max_vocab words
-    run = start_run(quick or full == QUICK, out or f'models/classify-{name}.pt', seed)   # IMDB_SAMPLE's full configuration is the quick one
-    validate_precision(precision, run.device)
+    run = start_run(quick or full == QUICK, out or f'models/classify-{name}.pt', seed, precision=precision)   # IMDB_SAMPLE's full configuration is the quick one
     validate_memory(sizes, cfg['bs'], train=True, device=run.device)
     if cache: validate_folder(cache_dir() if cache is True else cache, 'TFS_CACHE' if cache is True else 'cache')
     df = DATAFRAMES[data]() if df is None else df

@@ -26,7 +26,7 @@ from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_checkpoint
 from .config import ModelConfig, config_from_dict
-from .runtime import default_device, set_precision, validate_precision
+from .runtime import default_device, set_precision
 from .training import start_run
 from .data import imdb_sample_df, imdb_df
 from .models import ClassificationTransformer
@@ -269,9 +269,8 @@ def run_finetune(encoder,                  # a file saved by `run_pretrain`, or 
     "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
     if encoder is None and vocab_from is None: raise ValueError("encoder: give an encoder file, or `vocab_from` to train from scratch")
-    run = start_run(quick, out, seed)                                # `out` checked before the work; device; seed
-    validate_precision(precision, run.device)                        # refused on a CPU, not run in fp32 instead
-    ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)
+    ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)   # a bad file: refused before anything starts
+    run = start_run(quick, out, seed, precision=precision)          # `out` and the precision checked before the work; device; seed
     if data == 'imdb_sample' and encoder is not None and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
         raise ValueError("encoder: it read IMDB_SAMPLE's validation reviews (pretrained on all IMDB training reviews); "
                          "pretrain with score_on='imdb_sample' (`tfs pretrain --data imdb --score-on imdb_sample`)")
