@@ -223,7 +223,7 @@ def bench_llama(a, dev):
         folder, what = tempfile.mkdtemp(), 'random SmolLM2-135M shape (offline)'
         LlamaForCausalLM(LlamaConfig(**SMOLLM2_135M, bos_token_id=0, eos_token_id=0)).save_pretrained(folder)
     n, plen = a.llama_n, a.llama_prompt
-    ours = load_pretrained(folder, dev, seq_len=plen + n)          # the KV cache preallocates seq_len positions
+    ours = load_pretrained(folder, dev, seq_len=plen + n, fast=a.llama_fast)   # the KV cache preallocates seq_len positions
     hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(dev).eval()
     prompt = torch.randint(0, ours.config.n_tokens, (plen,), generator=torch.Generator().manual_seed(1)).to(dev)
     runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
@@ -242,7 +242,7 @@ def bench_llama(a, dev):
     n_params = sum(p.numel() for p in ours.parameters())
     print(f"llama {what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, "
           f"Hugging Face {tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
-    return {'weights': what, 'parameters': n_params, 'prompt': plen, 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
+    return {'weights': what, 'parameters': n_params, 'prompt': plen, 'new_tokens': n, 'rounds': a.rounds, 'fast': a.llama_fast, 'tokens_per_s': tps,
             'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same}
 
 def bench_layout(model, a, dev):
@@ -275,6 +275,7 @@ def main():
     p.add_argument('--gpt2-n', type=int, default=32, help='gpt2: new tokens'); p.add_argument('--gpt2-prompt', type=int, default=16)
     p.add_argument('--llama', help='llama: a folder from save_pretrained (default: a random SmolLM2-135M shape)')
     p.add_argument('--llama-n', type=int, default=32, help='llama: new tokens'); p.add_argument('--llama-prompt', type=int, default=16)
+    p.add_argument('--llama-fast', action=argparse.BooleanOptionalAction, default=True, help='llama: our attention through SDPA (default) or explicit')
     p.add_argument('--full', action='store_true', help="nanoGPT shakespeare_char sizes for throughput and valid (a GPU)")
     p.add_argument('--n', type=int, default=256, help='kv: new tokens')
     p.add_argument('--rounds', type=int, default=2); p.add_argument('--steps', type=int, default=5)
