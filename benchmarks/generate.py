@@ -15,6 +15,10 @@
   offline), same prompt and length, greedy, with the KV cache, interleaved rounds; checks the tokens agree. Then
   `layout`: one token through all of GPT-2's weight matrices in nn.Linear's usual (out, in) memory order vs Conv1D's
   (in, out) order, which `load_gpt2` keeps.
+- `llama`: the same race for a Llama-family model: a randomly initialised SmolLM2-135M shape (576 wide, 30 blocks, 9 query
+  heads sharing 3 key/value heads, SwiGLU 1536, 49,152 tokens, tied, RoPE θ = 100000), saved by Hugging Face's
+  `LlamaForCausalLM.save_pretrained` and read by `load_pretrained` (lesson 27), or `--llama FOLDER`; our cached greedy
+  decoding vs Hugging Face's `generate`, interleaved rounds, tokens checked equal.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
   smoke test of the full path on a CPU).
@@ -23,6 +27,7 @@
     python benchmarks/generate.py kv --n 256 --threads 1 # one of them, on one CPU thread
     python benchmarks/generate.py kv throughput valid --full  # on a GPU: decoding, nanoGPT-sized training, the full run
     python benchmarks/generate.py gpt2 --gpt2-n 32            # ours vs Hugging Face's generate, GPT-2 small shape
+    python benchmarks/generate.py llama --llama-n 32          # the same, SmolLM2-135M shape
 
 The last line is a JSON object with every number and the machine it came from.
 """
@@ -201,6 +206,45 @@ def bench_gpt2(a, dev):
     return {'weights': what, 'prompt': len(prompt), 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
             'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same, 'layout': layout}
 
+SMOLLM2_135M = dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536,
+                    vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000., tie_word_embeddings=True,
+                    hidden_act='silu')   # HuggingFaceTB/SmolLM2-135M's config.json
+
+def bench_llama(a, dev):
+    "Greedy decoding with the KV cache: our `generate` on `load_pretrained(folder)` vs Hugging Face's `generate`, same weights"
+    import sys, tempfile
+    try: import torchvision                                  # noqa: F401
+    except Exception: sys.modules['torchvision'] = None      # a torchvision that does not match torch: transformers skips it
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+    from transformers_scratch.llama import load_pretrained
+    folder, what = a.llama, a.llama
+    if folder is None:
+        torch.manual_seed(0)
+        folder, what = tempfile.mkdtemp(), 'random SmolLM2-135M shape (offline)'
+        LlamaForCausalLM(LlamaConfig(**SMOLLM2_135M, bos_token_id=0, eos_token_id=0)).save_pretrained(folder)
+    n, plen = a.llama_n, a.llama_prompt
+    ours = load_pretrained(folder, dev, seq_len=plen + n, fast=a.llama_fast)   # the KV cache preallocates seq_len positions
+    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(dev).eval()
+    prompt = torch.randint(0, ours.config.n_tokens, (plen,), generator=torch.Generator().manual_seed(1)).to(dev)
+    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
+            'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
+                                                pad_token_id=0)[0]}
+    with torch.no_grad():
+        for f in runs.values(): f()                                                    # warm-up
+        secs, outs = {k: 0. for k in runs}, {}
+        for _ in range(a.rounds):
+            for k, f in runs.items():
+                s, outs[k] = timed(f, dev)
+                secs[k] += s
+    tps = {k: round(n * a.rounds / s, 1) for k, s in secs.items()}
+    ratio = tps['ours'] / tps['hugging_face']
+    same = torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+    n_params = sum(p.numel() for p in ours.parameters())
+    print(f"llama {what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, "
+          f"Hugging Face {tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
+    return {'weights': what, 'parameters': n_params, 'prompt': plen, 'new_tokens': n, 'rounds': a.rounds, 'fast': a.llama_fast, 'tokens_per_s': tps,
+            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same}
+
 def bench_layout(model, a, dev):
     "Why `load_gpt2` keeps Conv1D's memory order: one token through every `nn.Linear` weight, (out, in) rows vs (in, out) rows"
     ws = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
@@ -226,9 +270,12 @@ def bench_valid(a, dev):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('what', nargs='*', help='kv, throughput, valid and/or gpt2 (default: the first three)')
+    p.add_argument('what', nargs='*', help='kv, throughput, valid, gpt2 and/or llama (default: the first three)')
     p.add_argument('--gpt2', help='gpt2: a folder with config.json and model.safetensors (default: a random GPT-2 small)')
     p.add_argument('--gpt2-n', type=int, default=32, help='gpt2: new tokens'); p.add_argument('--gpt2-prompt', type=int, default=16)
+    p.add_argument('--llama', help='llama: a folder from save_pretrained (default: a random SmolLM2-135M shape)')
+    p.add_argument('--llama-n', type=int, default=32, help='llama: new tokens'); p.add_argument('--llama-prompt', type=int, default=16)
+    p.add_argument('--llama-fast', action=argparse.BooleanOptionalAction, default=True, help='llama: our attention through SDPA (default) or explicit')
     p.add_argument('--full', action='store_true', help="nanoGPT shakespeare_char sizes for throughput and valid (a GPU)")
     p.add_argument('--n', type=int, default=256, help='kv: new tokens')
     p.add_argument('--rounds', type=int, default=2); p.add_argument('--steps', type=int, default=5)
@@ -239,8 +286,8 @@ def main():
     a = p.parse_args()
     if a.threads: torch.set_num_threads(a.threads)
     what = a.what or ['kv', 'throughput', 'valid']
-    bad = set(what) - {'kv', 'throughput', 'valid', 'gpt2'}
-    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid, gpt2")
+    bad = set(what) - {'kv', 'throughput', 'valid', 'gpt2', 'llama'}
+    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid, gpt2, llama")
     dev = default_device()
     if a.compile is None: a.compile = dev.type == 'cuda'
     machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None,
@@ -258,6 +305,7 @@ def main():
         out['train'] = bench_train(a, dev)
     if 'valid' in what: out['valid'] = bench_valid(a, dev)
     if 'gpt2' in what: out['gpt2'] = bench_gpt2(a, dev)
+    if 'llama' in what: out['llama'] = bench_llama(a, dev)
     out['machine']['load_average_after'] = [round(l, 2) for l in os.getloadavg()]
     print(json.dumps(out))
 

@@ -78,7 +78,7 @@ def test_classification_bad_input():
     m = clf(16, 4, 1, 8, 10, 2)
     with pytest.raises(ValueError, match='seq_len'): m(torch.zeros(1, 9).long())
     with pytest.raises(TypeError, match='integers'): m(torch.zeros(1, 4))
-    with pytest.raises(ValueError, match='pos'): ModelConfig(pos='rope')
+    with pytest.raises(ValueError, match='pos'): ModelConfig(pos='alibi')
 
 def test_generation_is_causal():
     torch.manual_seed(0)

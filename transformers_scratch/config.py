@@ -13,8 +13,9 @@ from .runtime import memory_bytes, human_bytes
 
 # %% ../nbs/00c_config.ipynb #d7c850cd
 LIMITS = dict(emb=2**16, heads=1024, depth=1024, dec_depth=1024, seq_len=2**20, n_tokens=2**24, src_tokens=2**24,
-              n_classes=2**20, mult=64)   # the largest value of each size: bounds a file's claims before anything is allocated
-CHOICES = dict(pos=('learned', 'sinusoidal'), act=('relu', 'gelu', 'gelu_tanh'), pool=('mean', 'max'))
+              n_classes=2**20, mult=64, hidden=2**20, kv_heads=1024)   # the largest value of each size: bounds a file's claims before anything is allocated
+CHOICES = dict(pos=('learned', 'sinusoidal', 'rope'), act=('relu', 'gelu', 'gelu_tanh'), pool=('mean', 'max'),
+               norm=('layer', 'rms'), mlp=('mlp', 'swiglu'))
 
 class ConfigError(ValueError):
     "A configuration value that cannot build a model: `key` names the option, `why` says what was expected"
@@ -31,14 +32,20 @@ class ModelConfig:
     depth: int = 2                # blocks (an encoder–decoder's encoder blocks)
     seq_len: int = 128            # the longest sequence the model reads
     n_tokens: int = 256           # vocabulary size (an encoder–decoder's target vocabulary)
-    pos: str = 'learned'          # positions: 'learned' or 'sinusoidal'
+    pos: str = 'learned'          # positions: 'learned' or 'sinusoidal' (added to the embeddings), or 'rope' (rotations of q and k)
+    rope_theta: float = 10000.    # RoPE's base θ: pair i turns by p·θ^(-2i/s) at position p (Llama's 10000; SmolLM2's 100000)
     pad_idx: int | None = None    # token id of padding, masked out of attention (fastai's `xxpad` is 1); None: no padding
     mult: int = 4                 # the MLP's hidden size, as a multiple of emb
-    act: str = 'relu'             # the MLP's nonlinearity: 'relu', 'gelu' or 'gelu_tanh' (GPT-2's)
+    act: str = 'relu'             # the plain MLP's nonlinearity: 'relu', 'gelu' or 'gelu_tanh' (GPT-2's); SwiGLU's gate is SiLU
+    mlp: str = 'mlp'              # the MLP: 'mlp' (Linear, act, Linear) or 'swiglu' (Llama's gated MLP, three Linear)
+    hidden: int | None = None     # SwiGLU's hidden size (None: mult·emb); the plain MLP's is always mult·emb
+    norm: str = 'layer'           # the norms: 'layer' (LayerNorm) or 'rms' (RMSNorm: no mean, no shift; Llama's)
     dropout: float = 0.           # on the embeddings, the attention weights and each sublayer's output
     prenorm: bool = True          # LayerNorm before each sublayer and a final one (GPT-2), else after each (the original)
-    eps: float = 1e-5             # the LayerNorms' eps
-    qkv_bias: bool = False        # biases on the query, key and value projections (GPT-2 has them)
+    eps: float = 1e-5             # the norms' eps
+    qkv_bias: bool = False        # biases on the query, key and value projections (GPT-2 and Qwen2 have them)
+    bias: bool = True             # biases on the attention's output projection, the MLP and the output layer (Llama has none)
+    kv_heads: int | None = None   # key/value heads, shared by groups of heads/kv_heads query heads (GQA); None: heads
     wide: bool = False            # each head sees all of emb (h times the attention parameters)
     fast: bool = False            # attention through `F.scaled_dot_product_attention`
     tied: bool = False            # the output layer is the token embedding (one shared weight, no bias)
@@ -53,6 +60,11 @@ class ModelConfig:
     def head_size(self):
         "s: `emb // heads` for narrow heads, `emb` for wide ones"
         return self.emb if self.wide else self.emb // self.heads
+
+    @property
+    def kv_size(self):
+        "The size of the keys (and values) of all key/value heads: `kv_heads · s` (`heads · s` without GQA)"
+        return (self.kv_heads or self.heads) * self.head_size
 
 # %% ../nbs/00c_config.ipynb #49af3a51
 def _integer(c, k, lo=1, optional=False):
@@ -70,11 +82,12 @@ def _number(c, k, lo, hi, lo_open=False, hi_open=False):
 def validate_config(c):
     "Check every value of `ModelConfig` `c` and how they fit together; raise `ConfigError` naming the first that is wrong"
     for k in ('emb', 'heads', 'depth', 'seq_len', 'n_tokens', 'mult'): _integer(c, k)
-    for k in ('src_tokens', 'dec_depth'): _integer(c, k, optional=True)
+    for k in ('src_tokens', 'dec_depth', 'hidden', 'kv_heads'): _integer(c, k, optional=True)
     _integer(c, 'n_classes', lo=0)
     _number(c, 'dropout', 0, 1, hi_open=True)
     _number(c, 'eps', 0, 0.1, lo_open=True)
-    for k in ('prenorm', 'qkv_bias', 'wide', 'fast', 'tied'):
+    _number(c, 'rope_theta', 1, 1e9, lo_open=True)
+    for k in ('prenorm', 'qkv_bias', 'bias', 'wide', 'fast', 'tied'):
         if not isinstance(getattr(c, k), bool): raise ConfigError(k, f"expected True or False, got {getattr(c, k)!r}")
     for k, choices in CHOICES.items():
         if getattr(c, k) not in choices: raise ConfigError(k, f"expected one of {', '.join(map(repr, choices))}, got {getattr(c, k)!r}")
@@ -82,6 +95,13 @@ def validate_config(c):
         divisors = [d for d in range(1, c.emb + 1) if c.emb % d == 0][:12]
         raise ConfigError('heads', f"{c.heads} does not divide emb={c.emb}: choose heads from {divisors}..., or wide=True")
     if c.pos == 'sinusoidal' and c.emb % 2: raise ConfigError('emb', f"sinusoidal positions need an even emb, got {c.emb}")
+    if c.pos == 'rope' and c.head_size % 2:
+        raise ConfigError('heads', f"rotary positions turn pairs of dimensions: the head size emb/heads={c.head_size} must be even")
+    if c.kv_heads is not None and c.heads % c.kv_heads:
+        raise ConfigError('kv_heads', f"{c.kv_heads} does not divide heads={c.heads}: each key/value head serves heads/kv_heads query heads")
+    if c.mlp == 'mlp' and c.hidden is not None:
+        raise ConfigError('hidden', f"the plain MLP's hidden size is mult·emb: set mult (or mlp='swiglu' for a free hidden size), got {c.hidden}")
+    if c.mlp == 'mlp' and not c.bias: raise ConfigError('bias', "the plain MLP (lesson 05's feedforward) has biases: bias=False goes with mlp='swiglu'")
     if c.pad_idx is not None:
         n = min(c.n_tokens, c.src_tokens or c.n_tokens)
         if isinstance(c.pad_idx, bool) or not isinstance(c.pad_idx, int) or not 0 <= c.pad_idx < n:
@@ -95,9 +115,12 @@ def model_bytes(c,               # a `ModelConfig`
     "A generous estimate of the bytes a model of config `c` takes: fp32 weights, its blocks' Python objects, activations"
     blocks = c.depth + (2 * (c.dec_depth or c.depth) if c.src_tokens is not None else 0)   # a decoder block: about two
     vocab = c.n_tokens + (c.src_tokens or 0)
-    params = (vocab + c.seq_len) * c.emb + blocks * ((4 + 2 * c.mult) * c.emb * c.emb + (10 + c.mult) * c.emb) + (c.emb + 1) * c.n_classes
+    hid, kv = c.hidden or c.mult * c.emb, c.kv_heads or c.heads
+    ff = (3 if c.mlp == 'swiglu' else 2) * hid                                    # the MLP's weights, per unit of emb
+    attn = (2 * c.heads + 2 * kv) * c.emb * c.emb // c.heads                      # q and the output; k and v of kv heads
+    params = (vocab + c.seq_len) * c.emb + blocks * (attn + ff * c.emb + 10 * c.emb + hid) + (c.emb + 1) * c.n_classes
     objects = blocks * 64 * 2**10                                                 # ~45 KiB of modules and tensors per block, measured
-    act = bs * (c.seq_len * c.emb * (8 + 2 * c.mult) + c.heads * c.seq_len ** 2)  # one block: q, k, v, norms, the MLP; attention maps
+    act = bs * (c.seq_len * (8 * c.emb + ff) + c.heads * c.seq_len ** 2)       # one block: q, k, v, norms, the MLP; attention maps
     logits = bs * c.seq_len * max(c.n_tokens, c.n_classes)
     return 4 * params * (4 if train else 1) + objects + 4 * (act * (blocks if train else 2) + logits)
 

@@ -144,11 +144,14 @@ class KVCache:
 class _LayerCache:
     "One layer's slots in a `KVCache`: `update` stores the new keys and values and returns all of them; `fixed` computes once"
     def __init__(self, kv): self.kv, self.k, self.v, self.memory = kv, None, None, None
-    def update(self, k, v, pad_mask=None):   # k, v: (b, h, t, s) of the new positions
+    @property
+    def offset(self):                        # the position of the first new token (RoPE turns q and k by it): a tensor when static
+        return self.kv.pos if self.kv.static else self.kv.start
+    def update(self, k, v, pad_mask=None):   # k, v: (b, g, t, s) of the new positions: g = kv_heads key/value heads
         if pad_mask is not None: raise ValueError("pad_mask: a KVCache holds unpadded sequences")
         kv = self.kv
         if self.k is None or self.k.shape[:2] + self.k.shape[3:] != k.shape[:2] + k.shape[3:] or self.k.dtype != k.dtype:
-            shape = (k.size(0), k.size(1), kv.seq_len, k.size(3))            # (b, h, seq_len, s), allocated once
+            shape = (k.size(0), k.size(1), kv.seq_len, k.size(3))            # (b, g, seq_len, s), allocated once
             self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
         if kv.static:                        # one new token at position kv.pos; all seq_len slots, the unwritten ones masked
             self.k.index_copy_(2, kv.pos, k); self.v.index_copy_(2, kv.pos, v)

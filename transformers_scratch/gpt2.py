@@ -131,7 +131,8 @@ def _hub_file(name, fname):
         raise GPT2Error(f"source: could not download {fname} of {name!r} from the Hugging Face hub: {type(e).__name__}: "
                         f"{str(e).splitlines()[0][:150] if str(e) else ''}") from None
 
-def gpt2_files(source):
+def gpt2_files(source,
+               examples=GPT2_NAMES):   # hub names an error suggests (lesson 27 passes Llama-family ones)
     "(config.json, model.safetensors) paths of `source`: a folder, or a hub name such as 'gpt2'"
     p = Path(os.path.expanduser(str(source)))
     if p.is_dir():
@@ -145,7 +146,7 @@ def gpt2_files(source):
     if p.exists(): raise GPT2Error(f"source: {p} is a file: give the folder that holds config.json and model.safetensors")
     name = str(source)
     if name.count('/') > 1 or name.startswith(('.', '/', '~')) or not name.strip():
-        raise GPT2Error(f"source: {name!r} is not a folder here, nor a Hugging Face model name such as {', '.join(GPT2_NAMES)}")
+        raise GPT2Error(f"source: {name!r} is not a folder here, nor a Hugging Face model name such as {', '.join(examples)}")
     return _hub_file(name, 'config.json'), _hub_file(name, 'model.safetensors')
 
 def _conv1d_layout(w):

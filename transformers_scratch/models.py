@@ -9,7 +9,7 @@ __all__ = ['validate_tokens', 'init_weights', 'Trunk', 'HasTrunk', 'trunk_forwar
 # %% ../nbs/06_models.ipynb #0f405170
 import inspect, torch, torch.nn as nn
 from .runtime import evaluating
-from .block import TransformerBlock
+from .block import TransformerBlock, make_norm
 from .positions import PositionEmbedding, positions_from_pad
 from .masks import neg_fill
 
@@ -38,7 +38,7 @@ def init_weights(m):
             with torch.no_grad(): m.weight[m.padding_idx].zero_()
 
 class Trunk(nn.Module):
-    "Token and position embeddings, dropout, `config.depth` blocks and a final norm: (b, t) token ids -> (b, t, e)"
+    "Token and position embeddings, dropout, `config.depth` blocks and a final norm: (b, t) token ids -> (b, t, e); with `pos='rope'` no position embedding (`pos_emb` is None): the attention turns q and k"
     def __init__(self, config,                 # a `ModelConfig`: the sizes, `pos`, `pad_idx`, `prenorm`, and the blocks' options
                  causal=False,                 # causal self-attention (a decoder)
                  block=TransformerBlock,       # the block class, built as `block(config, causal=causal)`
@@ -47,10 +47,10 @@ class Trunk(nn.Module):
         c = self.config = config
         self.seq_len, self.pad_idx, self.causal = c.seq_len, c.pad_idx, causal
         self.token_emb = nn.Embedding(c.n_tokens, c.emb, padding_idx=c.pad_idx)
-        self.pos_emb = PositionEmbedding(c.seq_len, c.emb, c.pos)
+        self.pos_emb = None if c.pos == 'rope' else PositionEmbedding(c.seq_len, c.emb, c.pos)
         self.do = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList([block(c, causal=causal) for _ in range(c.depth)])
-        self.norm = nn.LayerNorm(c.emb, c.eps) if c.prenorm else nn.Identity()
+        self.norm = make_norm(c) if c.prenorm else nn.Identity()
 
     def pad_mask(self, x):
         "(b, t) bool, True at real tokens; None without a `pad_idx`, or in a causal trunk whose pads all follow the real tokens (causality hides those already)"
@@ -65,12 +65,13 @@ class Trunk(nn.Module):
                ):
         "(b, t) token ids -> (b, t, e); with `cache`, `x` continues the sequence cached so far"
         validate_tokens(x, self.seq_len)
-        if cache is None and not kw: return trunk_forward(self, x)                        # the exercise below
+        if cache is None and not kw and self.pos_emb is not None: return trunk_forward(self, x)   # the exercise below
         pad_mask = self.pad_mask(x)                                                        # (b, t) or None
         if cache is not None: pos = cache.positions(x)[None]                               # positions: where x goes
         elif pad_mask is None: pos = torch.arange(x.size(1), device=x.device)[None]
         else: pos = positions_from_pad(pad_mask)
-        h = self.do(self.token_emb(x) + self.pos_emb(pos))
+        h = self.token_emb(x)                                                              # (b, t, e)
+        h = self.do(h if self.pos_emb is None else h + self.pos_emb(pos))                  # RoPE: positions inside the attention
         for i, blk in enumerate(self.blocks): h = blk(h, pad_mask, None if cache is None else cache[i], **kw)
         return self.norm(h)
 
@@ -136,7 +137,8 @@ class ClassificationTransformer(HasTrunk, nn.Module):
         if not isinstance(getattr(mlm, 'trunk', None), Trunk):
             raise TypeError(f"mlm: expected a MaskedLMTransformer (a model with a `trunk`), got {type(mlm).__name__}")
         mine, theirs = self.trunk.config, mlm.trunk.config
-        keys = ('n_tokens', 'emb', 'heads', 'depth', 'seq_len', 'pos', 'pad_idx', 'mult', 'act', 'prenorm', 'eps', 'qkv_bias', 'wide')
+        keys = ('n_tokens', 'emb', 'heads', 'depth', 'seq_len', 'pos', 'rope_theta', 'pad_idx', 'mult', 'act', 'mlp', 'hidden', 'norm',
+                'prenorm', 'eps', 'qkv_bias', 'bias', 'kv_heads', 'wide')
         diff = [f"{k}={getattr(theirs, k)!r} (classifier: {getattr(mine, k)!r})" for k in keys if getattr(mine, k) != getattr(theirs, k)]
         if mlm.trunk.causal: diff.append("causal=True (classifier: False)")
         if diff: raise ValueError(f"mlm: the encoder's sizes differ from the classifier's: {', '.join(diff)}")
@@ -146,13 +148,13 @@ class ClassificationTransformer(HasTrunk, nn.Module):
 # %% ../nbs/06_models.ipynb #c3332e8e
 class GenerationTransformer(HasTrunk, nn.Module):
     "Causal transformer decoder: (b, t) token ids -> (b, t, n_tokens) next-token logits"
-    def __init__(self, config,    # a `ModelConfig`; `tied`: the head is the token embedding (one shared weight, no bias), as in GPT-2
+    def __init__(self, config,    # a `ModelConfig`; `tied`: the head is the token embedding (one shared weight, no bias), as in GPT-2; `bias=False`: no bias
                 ):
         super().__init__()
         self.config = config
         self.trunk = Trunk(config, causal=True)
         self.seq_len = config.seq_len
-        self.toprobs = nn.Linear(config.emb, config.n_tokens, bias=not config.tied)
+        self.toprobs = nn.Linear(config.emb, config.n_tokens, bias=config.bias and not config.tied)
         self.apply(init_weights)
         if config.tied: self.toprobs.weight = self.trunk.token_emb.weight      # one parameter, counted once by .parameters()
 
