@@ -60,9 +60,10 @@ def test_config_kept_and_one_init():
     u = MaskedLMTransformer(cfg(tied=False))
     assert u.toprobs.weight is not u.trunk.token_emb.weight
     assert m.trunk.token_emb.weight[1].abs().sum() == 0                                    # the padding row
-    for w in (m.trunk.token_emb.weight, m.head[0].weight, m.trunk.blocks[0].ff[0].weight):
-        assert abs(w.std().item() - 0.02) < 0.004                                          # `init_weights`: N(0, 0.02)
-    assert (m.head[0].bias == 0).all() and (m.head[2].weight == 1).all()
+    assert abs(m.trunk.token_emb.weight.std().item() - 0.02) < 0.004                      # `init_weights`: embeddings N(0, 0.02)...
+    for lin in (m.head[0], m.trunk.blocks[0].ff[0]):                                        # ...linear layers PyTorch's U(±1/√fan-in)
+        assert lin.weight.abs().max() <= lin.in_features ** -0.5 and lin.weight.std() > lin.in_features ** -0.5 / 3
+    assert (m.head[2].weight == 1).all()
 
 @pytest.mark.parametrize('fast', [False, True])
 def test_load_encoder_equivalence(fast):
