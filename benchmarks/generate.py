@@ -171,6 +171,18 @@ def bench_train(a, dev):
     return {'tokens_per_s': tps, 'ours_vs_plain': round(ratio, 2), 'precision': prec, 'compile': a.compile,
             'fused_adamw': has_fused_adamw(dev), 'first_call_s': {'plain': round(warm_plain, 1), 'ours': round(warm_ours, 1)}}
 
+def race(runs, n, rounds, dev):
+    "Interleaved greedy decoding of `n` tokens by `runs` {'ours': f, 'hugging_face': g}: tokens/s of each, ours / theirs, same tokens?"
+    with torch.no_grad():
+        for f in runs.values(): f()                                                    # warm-up
+        secs, outs = {k: 0. for k in runs}, {}
+        for _ in range(rounds):
+            for k, f in runs.items():
+                s, outs[k] = timed(f, dev)
+                secs[k] += s
+    tps = {k: round(n * rounds / s, 1) for k, s in secs.items()}
+    return tps, tps['ours'] / tps['hugging_face'], torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+
 def bench_gpt2(a, dev):
     "Greedy decoding with the KV cache: our `generate` on `load_gpt2(folder)` vs Hugging Face's `generate`, same weights"
     import sys, tempfile
@@ -190,16 +202,7 @@ def bench_gpt2(a, dev):
     runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
             'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
                                                 pad_token_id=0)[0]}
-    with torch.no_grad():
-        for f in runs.values(): f()                                                    # warm-up
-        secs, outs = {k: 0. for k in runs}, {}
-        for _ in range(a.rounds):
-            for k, f in runs.items():
-                s, outs[k] = timed(f, dev)
-                secs[k] += s
-    tps = {k: round(n * a.rounds / s, 1) for k, s in secs.items()}
-    ratio = tps['ours'] / tps['hugging_face']
-    same = torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+    tps, ratio, same = race(runs, n, a.rounds, dev)
     print(f"gpt2 {what}: prompt {len(prompt)}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, Hugging Face "
           f"{tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
     layout = bench_layout(ours, a, dev)
@@ -229,16 +232,7 @@ def bench_llama(a, dev):
     runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
             'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
                                                 pad_token_id=0)[0]}
-    with torch.no_grad():
-        for f in runs.values(): f()                                                    # warm-up
-        secs, outs = {k: 0. for k in runs}, {}
-        for _ in range(a.rounds):
-            for k, f in runs.items():
-                s, outs[k] = timed(f, dev)
-                secs[k] += s
-    tps = {k: round(n * a.rounds / s, 1) for k, s in secs.items()}
-    ratio = tps['ours'] / tps['hugging_face']
-    same = torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+    tps, ratio, same = race(runs, n, a.rounds, dev)
     n_params = sum(p.numel() for p in ours.parameters())
     print(f"llama {what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, "
           f"Hugging Face {tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_KEYS', 'MAX_CONFIG', 'MAX_TOKENIZER', 'GPT2Error', 'gpt2_config', 'config_from_gpt2',
            'split_qkv', 'block_state', 'gpt2_names', 'convert_gpt2', 'hub_url', 'gpt2_files', 'read_gpt2_config',
-           'load_gpt2', 'BPECodec', 'gpt2_codec', 'gpt2_tokenizer', 'validate_tokenizer', 'save_gpt2', 'tiny_gpt2',
-           'run_gpt2_generate']
+           'read_weights', 'load_gpt2', 'BPECodec', 'gpt2_codec', 'gpt2_tokenizer', 'validate_tokenizer', 'save_gpt2',
+           'tiny_gpt2', 'run_gpt2_generate']
 
 # %% ../nbs/24_gpt2.ipynb #f21b4972
 import os, json, time, tempfile, urllib.parse
@@ -177,23 +177,29 @@ def read_gpt2_config(path):
     if not isinstance(config, dict): raise GPT2Error(f"source: {path} is not a config.json (a JSON object)")
     return config
 
+def read_weights(path,     # a model.safetensors file
+                 most,     # the most bytes its config.json's sizes can take: a larger file is refused unread
+                ):
+    "The tensors of the safetensors file `path`, refused in one `GPT2Error` line if too large, unreadable, or holding NaN or infinite values"
+    from safetensors.torch import load_file                                      # never a pickle: safetensors holds tensors only
+    if (n := os.path.getsize(path)) > most:
+        raise GPT2Error(f"source: {path} has {n:,} bytes, more than the {most:,} its config.json's sizes can take: are both from the same model?")
+    try: sd = load_file(str(path))
+    except (KeyboardInterrupt, SystemExit): raise
+    except BaseException as e: raise GPT2Error(f"source: {path} is not a readable safetensors file ({_why(e)[:100]})") from None
+    nan = [k for k, v in sd.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if nan: raise GPT2Error(f"source: {path} is damaged: NaN or infinite values in {_listed(nan)}")
+    return sd
+
 def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl') or a folder from `save_pretrained`
               device=None,     # where to put the model (default: the CPU)
               fast=True,       # attention through `F.scaled_dot_product_attention`
              ):
     "A `GenerationTransformer` in eval mode holding GPT-2's weights from `source`: its config.json checked (memory too) before anything is built"
-    from safetensors.torch import load_file
     cfg_path, w_path = gpt2_files(source)
     config = replace(config_from_gpt2(read_gpt2_config(cfg_path), cfg_path), fast=fast)
-    most = 2 * model_bytes(config) + 4 * config.depth * config.seq_len**2
-    if (n := os.path.getsize(w_path)) > most:   # fp64 weights, an untied head, old files' mask buffers: all fit in `most`
-        raise GPT2Error(f"source: {w_path} has {n:,} bytes, more than the {most:,} its config.json's sizes can take: are both from the same model?")
-    try: sd = load_file(str(w_path))
-    except (KeyboardInterrupt, SystemExit): raise
-    except BaseException as e: raise GPT2Error(f"source: {w_path} is not a readable safetensors file ({_why(e)[:100]})") from None
-    nan = [k for k, v in sd.items() if v.is_floating_point() and not torch.isfinite(v).all()]
-    if nan: raise GPT2Error(f"source: {w_path} is damaged: NaN or infinite values in {_listed(nan)}")
-    state = convert_gpt2(sd, config.depth, where=str(w_path))
+    most = 2 * model_bytes(config) + 4 * config.depth * config.seq_len**2   # fp64 weights, an untied head, old files' mask buffers
+    state = convert_gpt2(read_weights(w_path, most), config.depth, where=str(w_path))
     with torch.device('meta'): model = GenerationTransformer(config)
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     bad = [f"{k} {tuple(v.shape)} (expected {shapes[k]})" for k, v in state.items() if tuple(v.shape) != shapes[k]]

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from .config import config_from_dict, model_bytes
 from .models import GenerationTransformer
-from .gpt2 import (GPT2Error, MAX_TOKENIZER, BPECodec, gpt2_files, read_gpt2_config, gpt2_codec,
-                                       validate_tokenizer, _hub_file, _read_file, _listed, _why)
+from .gpt2 import (GPT2Error, MAX_TOKENIZER, BPECodec, gpt2_files, read_gpt2_config, read_weights, gpt2_codec,
+                                       validate_tokenizer, _hub_file, _read_file, _listed)
 
 # %% ../nbs/27_llama.ipynb #8a5614e5
 LLAMA_NAMES = ('HuggingFaceTB/SmolLM2-135M', 'HuggingFaceTB/SmolLM2-360M', 'Qwen/Qwen2.5-0.5B')   # hub names to try
@@ -89,18 +89,10 @@ def load_pretrained(source,          # a hub name ('HuggingFaceTB/SmolLM2-135M')
                     fast=True,       # attention through `F.scaled_dot_product_attention`
                    ):
     "A `GenerationTransformer` in eval mode holding a Llama-family checkpoint's weights, its config.json checked (memory too) first"
-    from safetensors.torch import load_file
     cfg_path, w_path = gpt2_files(source, LLAMA_NAMES)
     config = replace(config_from_llama(read_gpt2_config(cfg_path), cfg_path, seq_len=seq_len), fast=fast)
-    most = 2 * model_bytes(config) + 2**20
-    if (n := os.path.getsize(w_path)) > most:   # fp64 weights and an untied head fit in `most`
-        raise GPT2Error(f"source: {w_path} has {n:,} bytes, more than the {most:,} its config.json's sizes can take: are both from the same model?")
-    try: sd = load_file(str(w_path))
-    except (KeyboardInterrupt, SystemExit): raise
-    except BaseException as e: raise GPT2Error(f"source: {w_path} is not a readable safetensors file ({_why(e)[:100]})") from None
-    nan = [k for k, v in sd.items() if v.is_floating_point() and not torch.isfinite(v).all()]
-    if nan: raise GPT2Error(f"source: {w_path} is damaged: NaN or infinite values in {_listed(nan)}")
-    state = convert_llama(sd, config, where=str(w_path))
+    most = 2 * model_bytes(config) + 2**20                                   # fp64 weights and an untied head fit in `most`
+    state = convert_llama(read_weights(w_path, most), config, where=str(w_path))   # lesson 24's reader: bounded, no NaN
     with torch.device('meta'): model = GenerationTransformer(config)
     model.load_state_dict({k: v.float().contiguous() for k, v in state.items()}, assign=True, strict=not config.tied)
     if config.tied: model.toprobs.weight = model.trunk.token_emb.weight                # tied: one parameter
