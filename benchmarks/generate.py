@@ -17,7 +17,7 @@
   (in, out) order, which `load_gpt2` keeps.
 - `llama`: the same race for a Llama-family model: a randomly initialised SmolLM2-135M shape (576 wide, 30 blocks, 9 query
   heads sharing 3 key/value heads, SwiGLU 1536, 49,152 tokens, tied, RoPE θ = 100000), saved by Hugging Face's
-  `LlamaForCausalLM.save_pretrained` and read by `load_pretrained` (lesson 27), or `--llama FOLDER`; our cached greedy
+  `LlamaForCausalLM.save_pretrained` and read by `load_pretrained` (lesson 28), or `--llama FOLDER`; our cached greedy
   decoding vs Hugging Face's `generate`, interleaved rounds, tokens checked equal.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a

@@ -1,4 +1,4 @@
-"""Llama-family checkpoints in our decoder (lesson 27): equal to Hugging Face's `LlamaForCausalLM` and `Qwen2ForCausalLM`
+"""Llama-family checkpoints in our decoder (lesson 28): equal to Hugging Face's `LlamaForCausalLM` and `Qwen2ForCausalLM`
 on tiny random models built offline (full context, cached steps, a left-padded batch, greedy `generate`, every tensor,
 parameter counts); one-line errors; the KV cache of grouped-query attention, measured."""
 import json, sys

@@ -132,7 +132,7 @@ def _hub_file(name, fname):
                         f"{str(e).splitlines()[0][:150] if str(e) else ''}") from None
 
 def gpt2_files(source,
-               examples=GPT2_NAMES):   # hub names an error suggests (lesson 27 passes Llama-family ones)
+               examples=GPT2_NAMES):   # hub names an error suggests (lesson 28 passes Llama-family ones)
     "(config.json, model.safetensors) paths of `source`: a folder, or a hub name such as 'gpt2'"
     p = Path(os.path.expanduser(str(source)))
     if p.is_dir():
