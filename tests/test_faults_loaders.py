@@ -12,7 +12,7 @@ import numpy as np, pandas as pd, pytest, torch
 from dataclasses import asdict
 from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch import gpt2 as G, gpt2_classify as GC
-from transformers_scratch.gpt2 import GPT2Error, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec
+from transformers_scratch.gpt2 import PretrainedError, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec
 from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
                                                 run_gpt2_classify, gpt2_dls)
 from transformers_scratch.textdata import numericalize_df, synth_text_df, text_dls
@@ -93,9 +93,9 @@ CONFIGS = [(dict(n_embd=None), r'config n_embd: expected an integer .*got None')
 
 @pytest.mark.parametrize('kw,pattern', CONFIGS, ids=[' '.join(f'{k}={v}' for k, v in kw.items()) for kw, _ in CONFIGS])
 def test_gpt2_config_checked(d, tmp_path, kw, pattern):
-    "A forged config.json: one line naming the file and the key, before anything is built (`load_gpt2`, `tfs generate --gpt2`)"
+    "A forged config.json: one line naming the file and the key, before anything is built (`load_gpt2`, `tfs generate --pretrained`)"
     f = folder_with(d, tmp_path, config=config(d, **kw))
-    raises(lambda: load_gpt2(f), rf"^source: '{re.escape(str(f/'config.json'))}' is not a GPT-2 config\.json \(.*{pattern}", GPT2Error)
+    raises(lambda: load_gpt2(f), rf"^source: '{re.escape(str(f/'config.json'))}' is not a GPT-2 config\.json \(.*{pattern}", PretrainedError)
 
 @pytest.mark.parametrize('text,pattern', [(b'{"n_embd": ', r'is not valid JSON \(JSONDecodeError'), (b'\xff\xfe{}', r'is not valid JSON \(UnicodeDecodeError'),
                                           (b'[' * 100_000 + b']' * 100_000, r'is not valid JSON \(nested too deeply\)'),
@@ -104,27 +104,27 @@ def test_gpt2_config_checked(d, tmp_path, kw, pattern):
                          ids=['cut', 'not-utf8', 'deep', 'list', 'huge-int', 'too-large'])
 def test_gpt2_config_not_json(d, tmp_path, capsys, text, pattern):
     f = folder_with(d, tmp_path, config=text)
-    raises(lambda: load_gpt2(f), rf"{re.escape(str(f/'config.json'))}.*{pattern}", GPT2Error)
-    code, out, err = tfs(capsys, 'generate', '--gpt2', f, '--n', '2')
-    one_line(code, err, rf"^tfs: error: source: {re.escape(str(f/'config.json'))}.*{pattern}")
+    raises(lambda: load_gpt2(f), rf"{re.escape(str(f/'config.json'))}.*{pattern}", PretrainedError)
+    code, out, err = tfs(capsys, 'generate', '--pretrained', f, '--n', '2')
+    one_line(code, err, rf"^tfs generate: error: --pretrained: {re.escape(str(f/'config.json'))}.*{pattern}")
     assert out == ''
 
 BOUNDED = """
     import contextlib, io, json, resource, sys, time
     import transformers_scratch.cli as cli
-    from transformers_scratch.gpt2 import load_gpt2, GPT2Error
+    from transformers_scratch.gpt2 import load_gpt2, PretrainedError
     vm = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
     resource.setrlimit(resource.RLIMIT_AS, (vm + 2**30, resource.RLIM_INFINITY))   # 1 GiB more than now: no model of these sizes fits
     peak0, res = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, {}
     for f in sys.argv[1:]:
         t = time.perf_counter()
         try: load_gpt2(f); r = 'loaded'
-        except GPT2Error as e: r = str(e)
+        except PretrainedError as e: r = str(e)
         except BaseException as e: r = f'{type(e).__name__}: {e}'
         res[f + ' load_gpt2'] = [r, time.perf_counter() - t]
         err, t = io.StringIO(), time.perf_counter()
         with contextlib.redirect_stderr(err):
-            try: cli.main(['generate', '--gpt2', f, '--n', '2']); code = 0
+            try: cli.main(['generate', '--pretrained', f, '--n', '2']); code = 0
             except SystemExit as e: code = e.code
             except BaseException as e: code = f'{type(e).__name__}: {e}'
         res[f + ' tfs generate'] = [f'exit {code}: {err.getvalue()}', time.perf_counter() - t]
@@ -148,7 +148,7 @@ def test_gpt2_config_bounded_before_allocation(d, tmp_path):
         f = name.split()[0]
         want = r'config n_layer: expected an integer .*got 1000000000' if f.endswith('layers') else r'ask for about [\d,.]+ [GT]iB of memory, more than'
         assert str(Path(f)/'config.json') in msg and re.search(want, msg) and len(msg.strip().splitlines()) == 1, (name, msg)
-        assert not name.endswith('generate') or msg.startswith('exit 2: tfs: error: source:'), (name, msg)
+        assert not name.endswith('generate') or msg.startswith('exit 2: tfs generate: error: --pretrained: '), (name, msg)
         assert secs < 0.5, (name, secs)
     assert growth < 50, f"peak memory grew by {growth:.0f} MiB"
 
@@ -157,7 +157,7 @@ def test_gpt2_weights_larger_than_the_config_allows(d, tmp_path):
     f = folder_with(d, tmp_path)
     os.truncate(f/'model.safetensors', 2**30)
     t = time.perf_counter()
-    raises(lambda: load_gpt2(f), rf"^source: {re.escape(str(f/'model.safetensors'))} has 1,073,741,824 bytes, more than the [\d,]+ its config.json", GPT2Error)
+    raises(lambda: load_gpt2(f), rf"^source: {re.escape(str(f/'model.safetensors'))} has 1,073,741,824 bytes, more than the [\d,]+ its config.json", PretrainedError)
     assert time.perf_counter() - t < 0.5
 
 def deep(n=100_000): return '[' * n + ']' * n
@@ -172,26 +172,26 @@ TOKENIZERS = [('vocab_json', '{"a": ', 'vocab.json', r'JSONDecodeError'), ('voca
 
 @pytest.mark.parametrize('key,text,name,pattern', TOKENIZERS, ids=[f'{n}-{i}' for i, (_, _, n, _) in enumerate(TOKENIZERS)])
 def test_tokenizer_files_read_through_one_function(d, tmp_path, key, text, name, pattern):
-    "Every fault of a tokenizer file (`json`, UTF-8, `tokenizers`, recursion) is one `GPT2Error` naming the file"
+    "Every fault of a tokenizer file (`json`, UTF-8, `tokenizers`, recursion) is one `PretrainedError` naming the file"
     f = folder_with(d, tmp_path, **{key: text})
     if key == 'tokenizer_json': (f/'vocab.json').unlink()                    # tokenizer.json is read first anyway
-    raises(lambda: gpt2_tokenizer(f), rf"^tokenizer: {re.escape(str(f/name))} is not a valid {re.escape(name)} \(.*({pattern})", GPT2Error)
+    raises(lambda: gpt2_tokenizer(f), rf"^tokenizer: {re.escape(str(f/name))} is not a valid {re.escape(name)} \(.*({pattern})", PretrainedError)
 
 def test_tokenizer_faults_through_the_cli_and_a_model_file(d, tmp_path, capsys):
     f = folder_with(d, tmp_path, merges_txt='#version: 0.2\nt h e\n')
-    code, out, err = tfs(capsys, 'generate', '--gpt2', f, '--prompt', 'the cat', '--n', '2')
-    one_line(code, err, rf"^tfs: error: tokenizer: {re.escape(str(f/'merges.txt'))} is not a valid merges.txt \(ValueError: line 2")
+    code, out, err = tfs(capsys, 'generate', '--pretrained', f, '--prompt', 'the cat', '--n', '2')
+    one_line(code, err, rf"^tfs generate: error: --pretrained: tokenizer: {re.escape(str(f/'merges.txt'))} is not a valid merges.txt \(ValueError: line 2")
     code, out, err = tfs(capsys, 'predict', '--model', d/'gpt2-clf-vocab.pt', 'a good film')
     one_line(code, err, rf"^tfs: error: tokenizer: the vocab.json kept in '{re.escape(str(d/'gpt2-clf-vocab.pt'))}' is not a valid vocab.json")
-    raises(lambda: gpt2_codec({'vocab.json': '{}'}, where=d/'x.pt'), r"expected tokenizer.json, or vocab.json and merges.txt in '.*x.pt'", GPT2Error)
+    raises(lambda: gpt2_codec({'vocab.json': '{}'}, where=d/'x.pt'), r"expected tokenizer.json, or vocab.json and merges.txt in '.*x.pt'", PretrainedError)
 
 @pytest.mark.parametrize('value', [float('nan'), float('inf')])
 def test_gpt2_weights_not_finite(d, tmp_path, capsys, value):
     from safetensors.torch import load_file
     sd = load_file(str(d/'gpt2'/'model.safetensors'))
     f = folder_with(d, tmp_path, weights={k: torch.full_like(v, value) if 'ln_f' in k else v for k, v in sd.items()})
-    raises(lambda: load_gpt2(f), rf"^source: {re.escape(str(f/'model.safetensors'))} is damaged: NaN or infinite values in transformer\.ln_f", GPT2Error)
-    code, out, err = tfs(capsys, 'generate', '--gpt2', f, '--n', '2')
+    raises(lambda: load_gpt2(f), rf"^source: {re.escape(str(f/'model.safetensors'))} is damaged: NaN or infinite values in transformer\.ln_f", PretrainedError)
+    code, out, err = tfs(capsys, 'generate', '--pretrained', f, '--n', '2')
     one_line(code, err, rf"{re.escape(str(f/'model.safetensors'))} is damaged: NaN or infinite")
     assert out == ''
 
@@ -200,7 +200,7 @@ def test_gpt2_tokenizer_larger_than_the_model(d, tmp_path):
     from safetensors.torch import load_file
     sd = load_file(str(d/'gpt2'/'model.safetensors'))
     f = folder_with(d, tmp_path, config=config(d, vocab_size=100), weights={k: v[:100] if 'wte' in k else v for k, v in sd.items()})
-    raises(lambda: G.run_gpt2_generate(f, 'the cat', 2), rf"^tokenizer: the tokenizer of '{re.escape(str(f))}' has \d+ tokens and its model 100", GPT2Error)
+    raises(lambda: G.run_gpt2_generate(f, 'the cat', 2), rf"^tokenizer: the tokenizer of '{re.escape(str(f))}' has \d+ tokens and its model 100", PretrainedError)
 
 def test_tiktoken_stays_offline(d, tmp_path, monkeypatch, capsys):
     """A saved classifier whose tokenizer is tiktoken's 'gpt2', without tiktoken's files: under TFS_OFFLINE one line
@@ -213,7 +213,7 @@ def test_tiktoken_stays_offline(d, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(socket, 'create_connection', lambda *a, **k: asked.append(a) or pytest.fail("a connection was opened"))
     t = time.perf_counter()
     raises(lambda: load_gpt2_classifier(d/'gpt2-clf-tiktoken.pt'), rf"^tokenizer: the tokenizer of '{re.escape(str(d/'gpt2-clf-tiktoken.pt'))}' "
-           r"\(tiktoken's 'gpt2' encoding\) is not in tiktoken's cache and the network is off \(TFS_OFFLINE", GPT2Error)
+           r"\(tiktoken's 'gpt2' encoding\) is not in tiktoken's cache and the network is off \(TFS_OFFLINE", PretrainedError)
     code, out, err = tfs(capsys, 'predict', '--model', d/'gpt2-clf-tiktoken.pt', 'a good film')
     one_line(code, err, rf"'{re.escape(str(d/'gpt2-clf-tiktoken.pt'))}' \(tiktoken's 'gpt2' encoding\) is not in tiktoken's cache")
     assert time.perf_counter() - t < 5 and asked == [] and out == ''
@@ -224,12 +224,12 @@ NOTE = r'^tfs: note: the prompt has (\d+) tokens and the model reads the last (\
 
 def test_long_prompt_is_noted_the_same_way(d, capsys):
     "A prompt longer than the model's positions: GPT-2 and our own language model say it in the same one line"
-    code, out, err = tfs(capsys, 'generate', '--gpt2', d/'gpt2', '--prompt', 'the cat sat on the mat. ' * 40, '--n', '2')
+    code, out, err = tfs(capsys, 'generate', '--pretrained', d/'gpt2', '--prompt', 'the cat sat on the mat. ' * 40, '--n', '2')
     n, k = re.match(NOTE, one_line(code, err, NOTE, 0)).groups()
     assert int(n) > 32 and k == '32' and json.loads(out.strip().splitlines()[-1])['prompt_tokens'] == int(n)
     code, out, err = tfs(capsys, 'generate', '--model', d/'lm.pt', '--prompt', 'ROMEO: ' * 10, '--n', '2')
     assert re.match(NOTE, one_line(code, err, NOTE, 0)).groups() == ('70', '16')
-    code, out, err = tfs(capsys, 'generate', '--gpt2', d/'gpt2', '--prompt', 'the cat', '--n', '2')
+    code, out, err = tfs(capsys, 'generate', '--pretrained', d/'gpt2', '--prompt', 'the cat', '--n', '2')
     assert code == 0 and err == ''
     assert not note_truncation(16, 16)
     for keep, part in (('start', 'the first 16'), ('both', 'the first 8 and the last 8')):

@@ -1,4 +1,4 @@
-"""GPT-2 in our decoder (lesson 24): equal to Hugging Face's on tiny random models, offline; one-line errors; `tfs generate --gpt2`.
+"""GPT-2 in our decoder (lesson 24): equal to Hugging Face's on tiny random models, offline; one-line errors; `tfs generate --pretrained` on a GPT-2.
 Its classifier (lesson 25, `gpt2_classify`): saved as weights plus plain data and read back; `tfs classify --gpt2`."""
 import json, os, subprocess, sys, time, pathlib
 from dataclasses import asdict, replace
@@ -7,7 +7,7 @@ try: import torchvision                      # noqa: F401  (the CPU test machine
 except Exception: sys.modules['torchvision'] = None   # ...so transformers must treat it as absent; nothing of ours needs it
 from transformers import GPT2Config, GPT2LMHeadModel
 from safetensors.torch import load_file, save_file
-from transformers_scratch.gpt2 import load_gpt2, save_gpt2, gpt2_tokenizer, GPT2Error, config_from_gpt2, gpt2_config
+from transformers_scratch.gpt2 import load_gpt2, save_gpt2, gpt2_tokenizer, PretrainedError, config_from_gpt2, gpt2_config
 from transformers_scratch.generate import generate
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -80,15 +80,15 @@ def one_line(e): return '\n' not in str(e.value) and len(str(e.value)) < 400
 def test_errors(tmp_path):
     save_hf(tmp_path/'ok', **CONFIGS['small'])
     (tmp_path/'noweights').mkdir(); (tmp_path/'noweights'/'config.json').write_text((tmp_path/'ok'/'config.json').read_text())
-    with pytest.raises(GPT2Error, match='has no model.safetensors') as e: load_gpt2(tmp_path/'noweights')
+    with pytest.raises(PretrainedError, match='has no model.safetensors') as e: load_gpt2(tmp_path/'noweights')
     assert one_line(e)
     (tmp_path/'noweights'/'pytorch_model.bin').write_bytes(b'x')
-    with pytest.raises(GPT2Error, match='pickled'): load_gpt2(tmp_path/'noweights')
+    with pytest.raises(PretrainedError, match='pickled'): load_gpt2(tmp_path/'noweights')
     (tmp_path/'empty').mkdir()
-    with pytest.raises(GPT2Error, match='no config.json'): load_gpt2(tmp_path/'empty')
+    with pytest.raises(PretrainedError, match='no config.json'): load_gpt2(tmp_path/'empty')
     bert = tmp_path/'bert'; bert.mkdir()
     (bert/'config.json').write_text(json.dumps({'model_type': 'bert'})); (bert/'model.safetensors').write_bytes(b'')
-    with pytest.raises(GPT2Error, match="model_type is 'bert', expected 'gpt2'") as e: load_gpt2(bert)
+    with pytest.raises(PretrainedError, match="model_type is 'bert', expected 'gpt2'") as e: load_gpt2(bert)
     assert one_line(e)
     sd = load_file(str(tmp_path/'ok'/'model.safetensors'))
     for name, bad, pat in (('missing', {k: v for k, v in sd.items() if 'h.1.mlp.c_fc.weight' not in k}, 'missing tensors transformer.h.1|missing tensors h.1.mlp.c_fc.weight'),
@@ -96,21 +96,21 @@ def test_errors(tmp_path):
                            ('shape', {**sd, 'transformer.wpe.weight': torch.ones(5, 16)}, 'wrong shape')):
         d = tmp_path/name; d.mkdir()
         (d/'config.json').write_text((tmp_path/'ok'/'config.json').read_text()); save_file(bad, str(d/'model.safetensors'))
-        with pytest.raises(GPT2Error, match=pat) as e: load_gpt2(d)
+        with pytest.raises(PretrainedError, match=pat) as e: load_gpt2(d)
         assert one_line(e)
 
 def test_hub_name_offline_fails_fast(monkeypatch, tmp_path):
     monkeypatch.setenv('HF_HOME', str(tmp_path))           # an empty cache
     monkeypatch.setenv('TFS_OFFLINE', '1')
     t0 = time.time()
-    with pytest.raises(GPT2Error, match="'gpt2' is not in the Hugging Face cache and huggingface.co cannot be reached") as e: load_gpt2('gpt2')
+    with pytest.raises(PretrainedError, match="'gpt2' is not in the Hugging Face cache and huggingface.co cannot be reached") as e: load_gpt2('gpt2')
     assert one_line(e) and time.time() - t0 < 5
-    with pytest.raises(GPT2Error, match='not a folder here'): load_gpt2('./no/such/folder')
+    with pytest.raises(PretrainedError, match='not a folder here'): load_gpt2('./no/such/folder')
 
 def test_config_refuses_variants():
-    with pytest.raises(GPT2Error, match='tie_word_embeddings=False'): config_from_gpt2(dict(model_type='gpt2', n_embd=8, tie_word_embeddings=False))
-    with pytest.raises(GPT2Error, match="activation_function='swish'"): config_from_gpt2(dict(model_type='gpt2', n_embd=8, activation_function='swish'))
-    with pytest.raises(GPT2Error, match=r"n_inner=100 \(not a multiple of n_embd=768\)"): config_from_gpt2(dict(gpt2_config(), n_inner=100))
+    with pytest.raises(PretrainedError, match='tie_word_embeddings=False'): config_from_gpt2(dict(model_type='gpt2', n_embd=8, tie_word_embeddings=False))
+    with pytest.raises(PretrainedError, match="activation_function='swish'"): config_from_gpt2(dict(model_type='gpt2', n_embd=8, activation_function='swish'))
+    with pytest.raises(PretrainedError, match=r"n_inner=100 \(not a multiple of n_embd=768\)"): config_from_gpt2(dict(gpt2_config(), n_inner=100))
 
 def test_config_names_config_json_keys():
     "`config_from_gpt2` is `config_from_dict` told config.json's names: one ModelConfig, errors that name the file's keys"
@@ -121,7 +121,7 @@ def test_config_names_config_json_keys():
                         (dict(n_head=7), 'config n_head: 7 does not divide'), (dict(vocab_size='big'), 'config vocab_size: '),
                         (dict(layer_norm_epsilon=0), 'config layer_norm_epsilon: '), (dict(n_embd=None), 'config n_embd: '),
                         (dict(n_embd=2**16, n_head=1, n_layer=1024), 'config n_embd: .* of memory')):
-        with pytest.raises(GPT2Error, match=pat) as e: config_from_gpt2(dict(gpt2_config(), **forged), 'x/config.json')
+        with pytest.raises(PretrainedError, match=pat) as e: config_from_gpt2(dict(gpt2_config(), **forged), 'x/config.json')
         assert one_line(e)
 
 def test_save_gpt2_writes_the_config(tmp_path):
@@ -157,7 +157,7 @@ def test_tokenizer_from_folder(tmp_path):
     tok = gpt2_tokenizer(saved_with_tokenizer(tmp_path/'m'))
     ids = tok.encode("the cat sat")
     assert tok.decode(ids) == "the cat sat" and tok.eos_id is not None and all(0 <= i < tok.n_vocab for i in ids)
-    with pytest.raises(GPT2Error, match='no tokenizer files'): gpt2_tokenizer(tmp_path)
+    with pytest.raises(PretrainedError, match='no tokenizer files'): gpt2_tokenizer(tmp_path)
 
 def tfs(*args, env=None):
     env = {**os.environ, 'PYTHONPATH': str(ROOT), **(env or {})}
@@ -166,16 +166,16 @@ def tfs(*args, env=None):
 
 def test_cli_generate_gpt2(tmp_path):
     folder = saved_with_tokenizer(tmp_path/'m')
-    r = tfs('generate', '--gpt2', str(folder), '--prompt', 'the cat', '--n', '8', '--top-k', '5', '--seed', '1')
+    r = tfs('generate', '--pretrained', str(folder), '--prompt', 'the cat', '--n', '8', '--top-k', '5', '--seed', '1')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert lines[0].startswith('the cat')
     res = json.loads(lines[-1])
     assert res['new_tokens'] == 8 and res['model'] == str(folder) and res['tokens_per_s'] > 0
-    r = tfs('generate', '--gpt2', 'gpt2', '--prompt', 'hi', env={'HF_HOME': str(tmp_path/'hf'), 'TFS_OFFLINE': '1'})
+    r = tfs('generate', '--pretrained', 'gpt2', '--prompt', 'hi', env={'HF_HOME': str(tmp_path/'hf'), 'TFS_OFFLINE': '1'})
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'huggingface.co cannot be reached' in r.stderr, r.stderr
-    r = tfs('generate', '--gpt2', str(folder), '--quick')
-    assert r.returncode == 2 and '--gpt2 runs a pretrained GPT-2: drop --quick' in r.stderr
+    r = tfs('generate', '--pretrained', str(folder), '--quick')
+    assert r.returncode == 2 and '--pretrained runs a pretrained model: drop --quick' in r.stderr
 
 def test_cli_classify_gpt2_quick():
     r = tfs('classify', '--gpt2', 'gpt2', '--quick', '--epochs', '1', env={'TFS_OFFLINE': '1'})

@@ -1,7 +1,7 @@
 """Llama-family checkpoints in our decoder (lesson 28): equal to Hugging Face's `LlamaForCausalLM` and `Qwen2ForCausalLM`
 on tiny random models built offline (full context, cached steps, a left-padded batch, greedy `generate`, every tensor,
 parameter counts); one-line errors; the KV cache of grouped-query attention, measured."""
-import json, sys
+import json, re, sys
 from dataclasses import replace
 import pytest, torch
 try: import torchvision                      # noqa: F401  (the CPU test machine has a torchvision built for CUDA...)
@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCau
 from safetensors.torch import load_file, save_file
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import KVCache, generate
-from transformers_scratch.gpt2 import GPT2Error
+from transformers_scratch.gpt2 import PretrainedError
 from transformers_scratch.llama import load_pretrained, llama_name, config_from_llama
 
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -127,7 +127,7 @@ def good(tmp_path_factory):
     (dict(hidden_size=8 * 4096, head_dim=8 * 1024, num_hidden_layers=1000, vocab_size=10**6), 'of memory, more than')])
 def test_bad_config(tmp_path, good, change, msg):
     cfg, sd = good
-    with pytest.raises(GPT2Error) as e: load_pretrained(write(tmp_path/'m', {**cfg, **change}, sd))
+    with pytest.raises(PretrainedError) as e: load_pretrained(write(tmp_path/'m', {**cfg, **change}, sd))
     assert msg in str(e.value) and '\n' not in str(e.value), str(e.value)
 
 @pytest.mark.parametrize('edit, msg', [
@@ -140,20 +140,75 @@ def test_bad_config(tmp_path, good, change, msg):
 def test_bad_tensors(tmp_path, good, edit, msg):
     cfg, sd = good
     sd = dict(sd); edit(sd)
-    with pytest.raises(GPT2Error) as e: load_pretrained(write(tmp_path/'m', cfg, sd))
+    with pytest.raises(PretrainedError) as e: load_pretrained(write(tmp_path/'m', cfg, sd))
     assert msg in str(e.value) and '\n' not in str(e.value), str(e.value)
 
 def test_files_and_hub_name(tmp_path, good, monkeypatch):
     cfg, sd = good
     folder = write(tmp_path/'m', cfg, sd)
     (folder/'model.safetensors').rename(folder/'pytorch_model.bin')
-    with pytest.raises(GPT2Error, match='pickled .bin/.pt files are not read'): load_pretrained(folder)
+    with pytest.raises(PretrainedError, match='pickled .bin/.pt files are not read'): load_pretrained(folder)
     monkeypatch.setenv('HF_HUB_OFFLINE', '1'); monkeypatch.setenv('HF_HOME', str(tmp_path/'hf'))
-    with pytest.raises(GPT2Error, match='not in the Hugging Face cache'): load_pretrained('HuggingFaceTB/not-cached-here')
-    with pytest.raises(GPT2Error, match='SmolLM2-135M'): load_pretrained('no/such/thing')
+    with pytest.raises(PretrainedError, match='not in the Hugging Face cache'): load_pretrained('HuggingFaceTB/not-cached-here')
+    with pytest.raises(PretrainedError, match='SmolLM2-135M'): load_pretrained('no/such/thing')
 
 def test_seq_len_cap(tmp_path, good):
     cfg, sd = good
     m = load_pretrained(write(tmp_path/'m', cfg, sd), seq_len=16)
     assert m.seq_len == 16 and m.config == config_from_llama(cfg, seq_len=16)
     with pytest.raises(ValueError, match='seq_len=16'): m(torch.zeros(1, 17, dtype=torch.long))
+
+# --- `tfs generate --pretrained`: a Llama-family folder, told from GPT-2 by its config.json --------------------------
+from faultkit import tfs, one_line   # `tfs` in-process: (exit code, stdout, stderr)
+
+CHARS = " abcdefghijklmnopqrstuvwxyz.,'"
+
+def with_tokenizer(folder):
+    "`folder` with a character-level tokenizer.json (ids 0..30, below every tiny model's vocabulary)"
+    from tokenizers import Tokenizer, models, decoders
+    bpe = Tokenizer(models.BPE(vocab={'<|endoftext|>': 0, **{c: i + 1 for i, c in enumerate(CHARS)}}, merges=[]))
+    bpe.decoder = decoders.Fuse()
+    bpe.save(str(folder/'tokenizer.json'))
+    return bpe
+
+@pytest.fixture(scope='module', params=['llama-gqa', 'qwen2'])
+def cli_folder(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f'cli-{request.param}')
+    hf = save_hf(folder, *CONFIGS[request.param][:2], **CONFIGS[request.param][2])
+    return hf, with_tokenizer(folder), folder
+
+def test_cli_generate_pretrained(cli_folder, capsys):
+    "`tfs generate --pretrained FOLDER` runs a Llama-family model: greedy (top-k 1) text equal to Hugging Face's `generate`, then the JSON line"
+    hf, bpe, folder = cli_folder
+    code, out, err = tfs(capsys, 'generate', '--pretrained', folder, '--prompt', 'the cat', '--n', '9', '--top-k', '1')
+    assert code == 0 and err == '', err
+    ids = torch.tensor([[CHARS.index(c) + 1 for c in 'the cat']])
+    ref = hf.generate(ids, max_new_tokens=9, do_sample=False, pad_token_id=0)[0].tolist()
+    text, line = out.rsplit('\n', 2)[:2]
+    assert out == f"{text}\n{line}\n" and text == bpe.decode(ref) and text.startswith('the cat')
+    res = json.loads(line)
+    assert (res['model'], res['prompt_tokens'], res['new_tokens']) == (str(folder), 7, 9) and res['tokens_per_s'] > 0
+
+def test_cli_generate_pretrained_refusals(tmp_path, good, capsys, monkeypatch):
+    "Bad input to `--pretrained`: one line naming the flag, exit 2, nothing on stdout"
+    cfg, sd = good
+    f = write(tmp_path/'m', cfg, sd)                                           # no tokenizer.json yet
+    cases = [([f], rf"--pretrained: the folder {f} has no tokenizer\.json"),
+             ([f, '--quick'], '--pretrained runs a pretrained model: drop --quick'),
+             ([f, '--data', 'imdb_sample'], '--pretrained runs a pretrained model: drop --data'),
+             ([tmp_path/'no-such-folder/x/y'], r"--pretrained: '.*no-such-folder/x/y' is not a folder here, nor a Hugging Face model name such as gpt2, "
+                                                r"HuggingFaceTB/SmolLM2-135M"),
+             ([f/'config.json'], r"--pretrained: .*config\.json is a file: give the folder"),
+             (['HuggingFaceTB/not-cached-here'], r"--pretrained: 'HuggingFaceTB/not-cached-here' is not in the Hugging Face cache and huggingface\.co "
+                                                 "cannot be reached")]
+    g = write(tmp_path/'mistral', {**cfg, 'model_type': 'mistral', 'architectures': ['MistralForCausalLM']}, sd)
+    cases.append(([g], rf"--pretrained: '{re.escape(str(g/'config.json'))}' is neither GPT-2's nor a Llama-family config\.json "
+                       r"\(model_type is 'mistral', architectures \['MistralForCausalLM'\]; expected 'gpt2', 'llama', 'qwen2'\)"))
+    h = write(tmp_path/'small', {**cfg, 'vocab_size': 20}, {k: v[:20] if v.shape[0] == 101 else v for k, v in sd.items()})
+    with_tokenizer(h)                                                          # 31 ids, a model of 20
+    cases.append(([h], rf"--pretrained: tokenizer: the tokenizer of '{re.escape(str(h))}' has 31 tokens and its model 20"))
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1'); monkeypatch.setenv('HF_HOME', str(tmp_path/'hf'))
+    for args, pattern in cases:
+        code, out, err = tfs(capsys, 'generate', '--pretrained', *args, '--n', '3')
+        one_line(code, err, rf"^tfs generate: error: {pattern}")
+        assert out == ''

@@ -91,8 +91,10 @@ def _parser():
     g.add_argument('--seed', type=_seed, default=0, help='random seed for training and sampling')
     g.add_argument('--model', help='a checkpoint saved by an earlier `tfs generate --out`, instead of training')
     g.add_argument('--out', help='where to save the trained model (a checkpoint for --model)')
-    g.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="OpenAI's GPT-2 instead of training: a hub name (gpt2, gpt2-medium, "
-                   "gpt2-large, gpt2-xl) or a folder with config.json and model.safetensors (lesson 24)")
+    g.add_argument('--pretrained', metavar='NAME_OR_FOLDER', help="a pretrained model instead of training, GPT-2 (lesson 24) or a "
+                   "Llama-family model: SmolLM2, Llama, Qwen2 (lesson 28); config.json's model_type says which. A hub name (gpt2, "
+                   "gpt2-medium, gpt2-large, gpt2-xl, HuggingFaceTB/SmolLM2-135M, ...) or a folder with config.json, "
+                   "model.safetensors and the tokenizer's files")
     _translate_parser(sub)
     t = sub.add_parser('pretrain', help='pretrain an encoder as a masked language model on review text and save it')
     t.add_argument('--data', choices=['imdb_sample', 'imdb'], default='imdb_sample',
@@ -111,6 +113,7 @@ def _parser():
 # %% ../nbs/90_cli.ipynb #3de97b97
 _NAMES = {'model': 'give a model file', 'encoder': 'give an encoder saved by `tfs pretrain --out`',
           'gpt2': 'give a hub name (gpt2, gpt2-medium, gpt2-large, gpt2-xl) or a folder', 'out': 'give a file name',
+          'pretrained': 'give a hub name (gpt2, HuggingFaceTB/SmolLM2-135M, ...) or a folder',
           'src': 'give the folder of notebooks', 'dest': 'give a folder'}   # flags that name a file, a folder or a model
 _TEXTS = {'predict': ('text', 'the text to classify'), 'generate': ('prompt', '--prompt'), 'translate': ('sentence', 'the sentence')}
 
@@ -203,11 +206,13 @@ def _run(a):
         from transformers_scratch.lm import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
         if res['truncated']: note_truncation(res['tokens'], res['seq_len'], 'the text', res['keep'])
         return res
-    if a.cmd == 'generate' and a.gpt2:
+    if a.cmd == 'generate' and a.pretrained:
         given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
-        if given: raise CLIError(f"tfs generate: error: --gpt2 runs a pretrained GPT-2: drop --{', --'.join(given)}")
-        from transformers_scratch.gpt2 import run_gpt2_generate
-        return run_gpt2_generate(a.gpt2, prompt=a.prompt, n=a.n, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed)
+        if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
+        from transformers_scratch.gpt2 import PretrainedError
+        from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
+        try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed)
+        except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
     if a.cmd == 'generate':
         from transformers_scratch.lm import run_generate
         return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, temperature=a.temperature,
@@ -334,7 +339,7 @@ def _named(e, a):
     "The message of `e` in one line, with the model it came from when it names neither that file nor a data file"
     msg = _one_line(e)
     if a is None or type(e).__name__ == 'DataFileError' or isinstance(e, OSError): return msg
-    for k in ('model', 'encoder', 'gpt2'):
+    for k in ('model', 'encoder', 'gpt2', 'pretrained'):
         p = getattr(a, k, None)
         if p and os.path.basename(os.path.normpath(p)) not in msg: return f"{msg} (with --{k} {p!r})"
     return msg
@@ -344,7 +349,7 @@ def _modules(a):
     g, e = getattr(a, 'gpt2', None), getattr(a, 'encoder', None)
     return {'handout': [], 'classify': ['classify'] + ['gpt2_classify'] * bool(g) + ['pretrain'] * bool(e),
             'predict': ['classify', 'gpt2_classify', 'lm'],
-            'generate': ['gpt2' if g else 'lm'], 'translate': ['translate', 'lm'], 'pretrain': ['pretrain']}[a.cmd]
+            'generate': ['llama' if getattr(a, 'pretrained', None) else 'lm'], 'translate': ['translate', 'lm'], 'pretrain': ['pretrain']}[a.cmd]
 
 def _start(a):
     "Import what the subcommand needs while Ctrl-C still exits at once; then let Ctrl-C raise, so that a save in progress is cleaned up"

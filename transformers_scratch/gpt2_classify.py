@@ -23,7 +23,7 @@ from .runtime import model_device, evaluating, set_precision
 from .models import GenerationTransformer, init_weights
 from .training import start_run
 from .data import validate_texts, imdb_df, imdb_sample_df
-from .gpt2 import GPT2Error, load_gpt2, tiny_gpt2, gpt2_tokenizer, gpt2_codec, validate_tokenizer
+from .gpt2 import PretrainedError, load_gpt2, tiny_gpt2, gpt2_tokenizer, gpt2_codec, validate_tokenizer
 
 # %% ../nbs/25_gpt2_classify.ipynb #a2c76950
 class GPT2Classifier(nn.Module):
@@ -134,7 +134,7 @@ def gpt2_dls(df,          # columns `text`, `label`, `is_valid`
              seq_len, bs, device=None):
     "fastai `DataLoaders` of (token ids padded on the right with `tok.eos_id`, label id): the last `seq_len` tokens of each text"
     validate_texts(df)                                                    # no empty text, two classes at least
-    if tok.eos_id is None: raise GPT2Error(f"tokenizer: {tok.kind} has no '<|endoftext|>' token, which pads the batches")
+    if tok.eos_id is None: raise PretrainedError(f"tokenizer: {tok.kind} has no '<|endoftext|>' token, which pads the batches")
     labels = sorted(df.label.unique())
     def items(d): return [(torch.tensor(tok.encode(s)[-seq_len:] or [tok.eos_id]), labels.index(l)) for s, l in zip(d.text, d.label)]
     def collate(b): return _pad_right([i for i, _ in b], tok.eos_id), torch.tensor([l for _, l in b])
