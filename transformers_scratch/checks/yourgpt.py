@@ -22,7 +22,7 @@ from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20
 # @title check_causal_self_attention
 _CONFIGS = [(dict(emb=12, heads=3, seq_len=7, n_tokens=13, depth=2), 1, 7, torch.float32),   # (config, b, t, dtype)
             (dict(emb=16, heads=4, seq_len=9, n_tokens=11, depth=1, dropout=0.3), 3, 5, torch.float32),
-            (dict(emb=8, heads=1, seq_len=6, n_tokens=7, depth=3), 2, 6, torch.float32),
+            (dict(emb=8, heads=1, seq_len=6, n_tokens=6, depth=3), 2, 6, torch.float32),
             (dict(emb=10, heads=2, seq_len=5, n_tokens=9, depth=2), 2, 4, torch.float64)]
 
 def _fixtures():
@@ -176,8 +176,10 @@ def _gpt_wrongs(ref, x):
     def run(h, norm=True):
         for blk in T.blocks: h = blk(h)
         return ref.toprobs(T.norm(h) if norm else h)
-    return [(run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
-            (run(T.token_emb(x) + T.pos_emb(x)), "pos_emb takes the positions 0..t-1 (torch.arange(t)), not the token ids"),
+    ids_as_pos = [] if x.max() >= T.pos_emb.seq_len else [
+        (run(T.token_emb(x) + T.pos_emb(x)), "pos_emb takes the positions 0..t-1 (torch.arange(t)), not the token ids")]
+    return ids_as_pos + [
+            (run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
             (run(T.token_emb(x) + T.pos_emb(pos), norm=False), "the final LayerNorm is missing: trunk.norm goes after the "
              "last block, before toprobs"),
             (run(T.token_emb(x) + T.pos_emb(pos)).softmax(-1), "return the logits, not probabilities: the loss (and sampling) "
@@ -186,9 +188,12 @@ def _gpt_wrongs(ref, x):
 def _gpt_run(m, x, c, what='your GPT'):
     "`m(x)` through `Runs`, with hints for a crash on a window shorter than `seq_len` and for a wrong shape"
     t = x.size(1)
-    run = Runs(m, on_error=lambda e, a: (f"your GPT raised {type(e).__name__} on a window of t={t} tokens with seq_len="
-                                         f"{c.seq_len}: the positions are 0..t-1, torch.arange(t), not arange(seq_len)")
-                                        if t < c.seq_len else None)
+    def hint(e, a):
+        if 'index out of range' in str(e): return ("an embedding got an index out of range: token_emb takes the ids "
+                                                   "(< n_tokens), pos_emb the positions 0..t-1 (< seq_len), not the ids")
+        if t < c.seq_len: return (f"your GPT raised {type(e).__name__} on a window of t={t} tokens with seq_len={c.seq_len}: "
+                                  "the positions are 0..t-1, torch.arange(t), not arange(seq_len)")
+    run = Runs(m, on_error=hint)
     out = run(x)
     b = x.size(0)
     expect(not (isinstance(out, torch.Tensor) and tuple(out.shape) == (b, c.n_tokens)), "return the logits of every "
