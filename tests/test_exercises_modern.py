@@ -12,49 +12,44 @@ pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # --- rotary --------------------------------------------------------------------------------------------------------
-def _rot(x, pos, theta, pairs='halves', sign=1., step=2):
-    "x (..., t, s) turned at positions pos (t,), written independently of the check's own reference"
-    s = x.size(-1)
-    a = sign * pos.float()[:, None] * (1. / theta ** (torch.arange(s // 2, device=x.device).float() * step / s))
-    c, n = a.cos().to(x.dtype), a.sin().to(x.dtype)
-    if pairs == 'halves':
-        x1, x2 = x[..., :s // 2], x[..., s // 2:]
-        return torch.cat([x1 * c - x2 * n, x1 * n + x2 * c], -1)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * c - x2 * n, x1 * n + x2 * c], -1).flatten(-2)
-
 def _pos(q, start): return torch.arange(start, start + q.size(2), device=q.device)
+def _lib(x, pos, theta, sign=1.):
+    "x (..., t, s) turned at positions pos by lesson 03's rope_angles and apply_rope (sign -1: the other way)"
+    cos, sin = (a.to(x.dtype) for a in rope_angles(pos, x.size(-1), theta))
+    return apply_rope(x, cos, sign * sin)
+def _neighbours(x, pos, theta):
+    "x turned with pairs (2i, 2i+1), as the paper and Meta's original Llama code do, through complex numbers"
+    s = x.size(-1)
+    a = pos.double()[:, None] * theta ** (-torch.arange(0, s, 2, dtype=torch.float64) / s)           # (t, s/2)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], s // 2, 2).contiguous()) * torch.polar(torch.ones_like(a), a)
+    return torch.view_as_real(z).flatten(-2).to(x.dtype)
 
 def rot_library(q, k, v, start=0, theta=10000.):              # lesson 03's rope_angles and apply_rope: accepted
-    cos, sin = (a.to(q.dtype) for a in rope_angles(_pos(q, start), q.size(-1), theta))
-    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+    p = _pos(q, start); return _lib(q, p, theta), _lib(k, p, theta), v
 def rot_values(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, theta), _rot(k, p, theta), _rot(v, p, theta)
+    p = _pos(q, start); return _lib(q, p, theta), _lib(k, p, theta), _lib(v, p, theta)
 def rot_neighbours(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, theta, 'pairs'), _rot(k, p, theta, 'pairs'), v
-def rot_theta_ignored(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, 10000.), _rot(k, p, 10000.), v
-def rot_from_zero(q, k, v, start=0, theta=10000.):
-    p = _pos(q, 0); return _rot(q, p, theta), _rot(k, p, theta), v
+    p = _pos(q, start); return _neighbours(q, p, theta), _neighbours(k, p, theta), v
+def rot_theta_ignored(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, start)
+def rot_from_zero(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, 0, theta)
 def rot_backwards(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, theta, sign=-1.), _rot(k, p, theta, sign=-1.), v
-def rot_freq_i(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, theta, step=1), _rot(k, p, theta, step=1), v
+    p = _pos(q, start); return _lib(q, p, theta, -1.), _lib(k, p, theta, -1.), v
+def rot_freq_i(q, k, v, start=0, theta=10000.):               # θ^(-i/s) = (√θ)^(-2i/s)
+    return rot_library(q, k, v, start, theta ** 0.5)
 def rot_heads_as_time(q, k, v, start=0, theta=10000.):        # assumes (b, t, h, s)
-    t = lambda x: _rot(x.transpose(1, 2), torch.arange(start, start + x.size(1)), theta).transpose(1, 2)
+    t = lambda x: _lib(x.transpose(1, 2), torch.arange(start, start + x.size(1)), theta).transpose(1, 2)
     return t(q), t(k), v
 def rot_before_split(q, k, v, start=0, theta=10000.):         # the whole e = h·s vector turned, as before the head split
     def t(x):
         b, h, n, s = x.shape
-        return _rot(x.transpose(1, 2).reshape(b, n, h * s), _pos(x, start), theta).view(b, n, h, s).transpose(1, 2)
+        return _lib(x.transpose(1, 2).reshape(b, n, h * s), _pos(x, start), theta).view(b, n, h, s).transpose(1, 2)
     return t(q), t(k), v
-def rot_only_q(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); return _rot(q, p, theta), k, v
+def rot_only_q(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, start, theta)[0], k, v
 def rot_two(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, start, theta)[:2]
 def rot_cpu(q, k, v, start=0, theta=10000.):                   # positions made on the CPU
-    p = torch.arange(start, start + q.size(2)); return _rot(q, p, theta), _rot(k, p, theta), v
+    p = torch.arange(start, start + q.size(2)); return _lib(q, p, theta), _lib(k, p, theta), v
 def rot_in_place(q, k, v, start=0, theta=10000.):
-    p = _pos(q, start); q2, k2 = _rot(q, p, theta), _rot(k, p, theta); q.copy_(q2); return q, k2, v
+    q2, k2, _ = rot_library(q, k, v, start, theta); q.copy_(q2); return q, k2, v
 def rot_float32(q, k, v, start=0, theta=10000.):
     return tuple(o.float() for o in rot_library(q, k, v, start, theta))
 
