@@ -56,18 +56,19 @@ def kv_cache_bytes(config,            # a `ModelConfig`
     n = 2 * config.depth * bs * config.kv_size * (seq_len or config.seq_len)
     return n * torch.empty((), dtype=dtype).element_size()
 
-# %% ../nbs/27_modern.ipynb #f0cb77e5
+# %% ../nbs/27_modern.ipynb #a8039eb6
 ABLATION = {'quick': dict(emb=64, heads=4, depth=2, seq_len=32, dropout=0., bs=16, n_batches=200, lr=6e-3, valid_pct=0.02),
             'full': dict(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, bs=64, n_batches=2000, lr=1e-3, valid_pct=0.1)}
 
 def ablation_config(quick):
-    "The ablation's sizes and training: quick (a CPU, about two minutes for 18 runs on one thread) or full (a GPU)"
+    "The ablation's sizes and training: quick (a CPU, about a minute and a half for 21 runs on one thread) or full (a GPU)"
     return dict(ABLATION['quick' if quick else 'full'])
 
 def ablation_variants(base):
-    "GPT-2-style `base`, each modern change alone, and all four (Llama style); SwiGLU's `hidden` matches `base`'s parameter count"
+    "GPT-2-style `base`, each modern change alone (and fixed sinusoidal positions, a control for RoPE), and all four (Llama style); SwiGLU's `hidden` matches `base`'s parameter count"
     g = base.heads // 2                                               # two query heads per key/value head
-    v = {'GPT-2 style': base, 'RoPE': replace(base, pos='rope'), 'RMSNorm': replace(base, norm='rms'),
+    v = {'GPT-2 style': base, 'RoPE': replace(base, pos='rope'), 'sinusoidal': replace(base, pos='sinusoidal'),
+         'RMSNorm': replace(base, norm='rms'),
          'SwiGLU': replace(base, mlp='swiglu'), 'GQA': replace(base, kv_heads=g),
          'Llama style': replace(base, pos='rope', norm='rms', mlp='swiglu', kv_heads=g)}
     n = count_params(base)
