@@ -44,6 +44,11 @@ def rot_before_split(q, k, v, start=0, theta=10000.):         # the whole e = hÂ
         b, h, n, s = x.shape
         return _lib(x.transpose(1, 2).reshape(b, n, h * s), _pos(x, start), theta).view(b, n, h, s).transpose(1, 2)
     return t(q), t(k), v
+def rot_mixed(q, k, v, start=0, theta=10000.):               # angles repeat_interleave'd, pairs by halves
+    def t(x):
+        cos, sin = (a[..., :x.size(-1) // 2].repeat_interleave(2, -1).to(x.dtype) for a in rope_angles(_pos(q, start), x.size(-1), theta))
+        return apply_rope(x, cos, sin)
+    return t(q), t(k), v
 def rot_only_q(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, start, theta)[0], k, v
 def rot_two(q, k, v, start=0, theta=10000.): return rot_library(q, k, v, start, theta)[:2]
 def rot_cpu(q, k, v, start=0, theta=10000.):                   # positions made on the CPU
@@ -58,7 +63,7 @@ def test_check_rotary():
         (stub, 'not solved'), (rot_values, 'values are not rotated'), (rot_neighbours, r'neighbouring dims \(2i, 2i\+1\)'),
         (rot_theta_ignored, 'base theta'), (rot_from_zero, 'restart at 0'), (rot_backwards, 'wrong way'),
         (rot_freq_i, r'Î¸\^\(-i/s\)'), (rot_heads_as_time, 'dim 2'), (rot_before_split, 'before the head split'),
-        (rot_only_q, 'turn the keys too'), (rot_two, 'three tensors'), (rot_cpu, 'device'), (rot_in_place, 'in place'),
+        (rot_mixed, 'laid out for neighbour pairs'), (rot_only_q, 'turn the keys too'), (rot_two, 'three tensors'), (rot_cpu, 'device'), (rot_in_place, 'in place'),
         (rot_float32, 'dtype')])
     assert_check(check_rotary, rot_library)
 

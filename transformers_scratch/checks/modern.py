@@ -32,6 +32,13 @@ def _rotary_fixtures():
               rand(3, 3, 4, 10, seed=9, dtype=torch.float64)), dict(start=3, theta=500000.)),
             ((rand(2, 5, 6, 4, seed=10) * 3, rand(2, 1, 6, 4, seed=11), rand(2, 1, 6, 4, seed=12)), dict(start=2, theta=10.))]
 
+def _mixed(x, pos, theta):
+    "`x` turned by angles laid out for neighbour pairs (each repeated in place) but rotated by halves: two conventions mixed"
+    s = x.size(-1)
+    a = (pos.double()[:, None] * theta ** (-torch.arange(0, s, 2, dtype=torch.float64) / s)).repeat_interleave(2, -1)
+    x1, x2 = x[..., :s // 2], x[..., s // 2:]
+    return x * a.cos().to(x.dtype) + torch.cat([-x2, x1], -1) * a.sin().to(x.dtype)
+
 def _rotary_wrongs(x, start, theta):
     "(wrong output, hint) of the usual RoPE mistakes for queries or keys `x` (b, h, t, s) at positions start.."
     b, h, t, s = x.shape
@@ -39,6 +46,9 @@ def _rotary_wrongs(x, start, theta):
     merged = x.transpose(1, 2).reshape(b, t, h * s)                                  # (b, t, e): before the head split
     return [(_turn(x, pos, theta, 'neighbours'), "you paired neighbouring dims (2i, 2i+1), the paper's layout (Meta's original "
              "Llama code and GPT-J use it): here, as in Hugging Face's Llama (and GPT-NeoX), pair i is (i, i + s/2), the two halves"),
+            (_mixed(x, pos, theta), "your angles are laid out for neighbour pairs (each one repeated in place, "
+             "repeat_interleave) but you rotate the halves: dims i and i + s/2 share an angle, so the (t, s/2) angles are "
+             "repeated as a block, [a, a]"),
             (_turn(x, pos, 10000.), f"use the base theta you are given (theta={theta:g} here): you used 10000"),
             (_turn(x, torch.arange(t), theta), f"the positions restart at 0: these t={t} tokens sit at start={start}, "
              f"{start + 1}, ... (a cached decoding step continues after what the cache holds)"),
