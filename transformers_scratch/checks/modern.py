@@ -50,7 +50,7 @@ def _rotary_wrongs(x, start, theta):
              "repeat_interleave) but you rotate the halves: dims i and i + s/2 share an angle, so the (t, s/2) angles are "
              "repeated as a block, [a, a]"),
             (_turn(x, pos, 10000.), f"use the base theta you are given (theta={theta:g} here): you used 10000"),
-            (_turn(x, torch.arange(t), theta), f"the positions restart at 0: these t={t} tokens sit at start={start}, "
+            (_turn(x, torch.arange(t), theta), f"the positions restart at 0: these tokens sit at positions start={start}, "
              f"{start + 1}, ... (a cached decoding step continues after what the cache holds)"),
             (_turn(x, pos, theta, sign=-1.), "you turned the pairs the wrong way: x·cos + rotate_half(x)·sin, where "
              "rotate_half(x1, x2) = (-x2, x1)"),
