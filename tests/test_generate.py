@@ -84,7 +84,8 @@ def test_cache_runs_fewer_positions():
     finally: h.remove()
     assert cached == 7 + 29 and uncached == sum(range(7, 37))
 
-@pytest.mark.parametrize('kw', [dict(fast=True, prenorm=True), dict(fast=False, prenorm=False), dict(fast=True, prenorm=True, pos='sinusoidal')])
+@pytest.mark.parametrize('kw', [dict(fast=True, prenorm=True), dict(fast=False, prenorm=False), dict(fast=True, prenorm=True, pos='sinusoidal'),
+                                dict(fast=True, prenorm=True, pos='rope', kv_heads=2)])
 def test_static_step_gives_the_same_greedy_tokens(kw):
     "The step that CUDA replays as a graph (static shapes: all seq_len slots, a position tensor) runs eagerly on the CPU"
     m = model(**kw)
@@ -104,6 +105,34 @@ def test_kv_cache_writes_in_place():
     assert [(l.k.data_ptr(), l.v.data_ptr()) for l in kv.layers] == ptrs
     with pytest.raises(ValueError, match='reset'): m(x[:, :6], cache=kv)
     kv.reset(); m(x[:, :6], cache=kv); assert kv.n == 6
+
+def test_grouped_rope_steps_are_bit_exact(monkeypatch):
+    """A decoding step of grouped-query attention lets SDPA share the key/value heads (`enable_gqa`), and RoPE's angles come
+    from the cache, once per step for all layers: bit for bit the logits of repeating the heads and of every layer's own angles"""
+    import transformers_scratch.attention as att
+    from transformers_scratch.generate import KVCache
+    m = model(seq_len=20, pos='rope', kv_heads=2, fast=True, prenorm=True, norm='rms', mlp='swiglu')
+    x = torch.randint(0, 23, (2, 15), generator=torch.Generator().manual_seed(3))
+    def steps(kv): return torch.cat([m(x[:, :5], cache=kv)] + [m(x[:, i:i + 1], cache=kv) for i in range(5, 15)], 1)
+    class Plain:                                             # a layer cache without `shared`: each layer computes its angles
+        def __init__(self, l): self.l = l
+        offset = property(lambda self: self.l.offset)
+        def update(self, *a): return self.l.update(*a)
+    class PlainKV(KVCache):
+        def __getitem__(self, i): return Plain(self.layers[i])
+    sdpa, angles, gqa, n_angles = att.F.scaled_dot_product_attention, att.rope_angles, [], []
+    def repeating(q, k, v, enable_gqa=False, **kw):          # SDPA on heads repeated as repeat_kv does, never enable_gqa
+        gqa.append(enable_gqa)
+        return sdpa(q, att.repeat_kv(k, q.size(-3) // k.size(-3)), att.repeat_kv(v, q.size(-3) // v.size(-3)), **kw)
+    monkeypatch.setattr(att, 'rope_angles', lambda *a, **kw: n_angles.append(1) or angles(*a, **kw))
+    with torch.no_grad():
+        fast = steps(KVCache(m)); once = len(n_angles)
+        monkeypatch.setattr(att.F, 'scaled_dot_product_attention', repeating)
+        plain = steps(PlainKV(m))
+    assert once == 11 and len(n_angles) - once == 11 * 2     # one per step, against one per layer and step
+    assert gqa.count(True) == 10 * 2                         # the 10 one-token steps of both layers asked for enable_gqa
+    assert torch.equal(fast, plain)
+    with torch.no_grad(): torch.testing.assert_close(fast, m(x), atol=1e-5, rtol=1e-4)
 
 def test_char_batches_are_lm_pairs():
     "Batches cut out of the text in one indexing op hold exactly the windows `lm_pair` gives for the sampled starts"

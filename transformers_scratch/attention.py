@@ -29,13 +29,15 @@ def attention(q, k, v,       # (..., t_q, s), (..., t_k, s), (..., t_k, s_v)
     return w @ v
 
 # %% ../nbs/03_attention.ipynb #015cc787
-def fast_attention(q, k, v, mask=None, dropout=0., training=False, causal=False):
+def fast_attention(q, k, v, mask=None, dropout=0., training=False, causal=False,
+                   gqa=False,   # k and v hold fewer heads than q, each shared by a group of query heads (SDPA's `enable_gqa`)
+                  ):
     "`attention` through `F.scaled_dot_product_attention`; `causal` without `mask` uses the fused causal kernels"
     p = dropout if training else 0.
-    if mask is None: return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
+    if mask is None: return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal, enable_gqa=gqa)
     if causal: mask = mask & causal_mask(q.size(-2), device=q.device)
     add = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, neg_fill(q.dtype))
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=add, dropout_p=p)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=add, dropout_p=p, enable_gqa=gqa)
     return out.masked_fill(~mask.any(-1, keepdim=True), 0.)
 
 # %% ../nbs/03_attention.ipynb #c76ec3a8
@@ -111,38 +113,44 @@ class SelfAttention(nn.Module):
         def keys_values(): return split_heads(self.tokeys(src), g), split_heads(self.tovalues(src), g)   # (b, g, t_k, s)
         if kv is not None:                                         # a memory's keys never change: a cache computes them once
             k, v = keys_values() if cache is None else cache.fixed(keys_values)
-            return q, repeat_kv(k, h // g), repeat_kv(v, h // g), None if pad_mask is None else pad_mask[:, None, None, :]
+            return q, k, v, None if pad_mask is None else pad_mask[:, None, None, :]
         k, v = keys_values()
         if self.rope:                        # x's tokens sit at positions start..start+t-1: after what the cache holds
-            start = 0 if cache is None else cache.offset
-            cos, sin = (a.to(q.dtype) for a in rope_angles(torch.arange(t, device=x.device) + start, q.size(-1), self.config.rope_theta))
+            start, s = 0 if cache is None else cache.offset, q.size(-1)
+            def angles(): return tuple(a.to(q.dtype) for a in rope_angles(torch.arange(t, device=x.device) + start, s, self.config.rope_theta))
+            shared = getattr(cache, 'shared', None)     # a cache that offers it computes them once per step, for all its layers
+            cos, sin = angles() if shared is None else shared(('rope', start, t, s, self.config.rope_theta, q.dtype, x.device), angles)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)               # the keys are cached rotated
         if cache is not None: k, v, pad_mask = cache.update(k, v, pad_mask)   # all keys so far (g heads), and which are real
-        k, v = repeat_kv(k, h // g), repeat_kv(v, h // g)                          # (b, h, t_k, s)
         tk = k.size(2)
         mask = None if pad_mask is None else pad_mask[:, None, None, :]           # (b, 1, 1, tk)
         if self.causal and t > 1 and (mask is not None or tk != t or not self.fast):   # one query (a decoding step) sees every key
             cm = causal_mask(tk, device=x.device)[tk - t:]   # query i sits at position tk-t+i: the last t rows of the square mask
             mask = cm if mask is None else mask & cm
-        return q, k, v, mask
+        return q, k, v, mask                                                       # k, v: (b, g, t_k, s), g = kv_heads
 
     def forward(self, x,              # (b, t, e): the queries' positions (and, without `kv`, the keys' and values')
                 pad_mask=None,        # (b, t_k) bool, True at real keys: tokens of x, or of kv
                 cache=None,           # a layer cache for incremental decoding: `cache.update(k, v, pad_mask)`, `cache.fixed(compute)`,
-                                      # and with RoPE `cache.offset`, the position of x's first token
+                                      # and with RoPE `cache.offset`, the position of x's first token (and, if it has one,
+                                      # `cache.shared(key, compute)`: the rotation angles once per step for all layers)
                 kv=None,              # (b, t_kv, e): attend over this memory instead of x (cross-attention; never causal)
                ):
         "(b, t, e) -> (b, t, e)"
         q, k, v, mask = self._qkv(x, pad_mask, cache, kv)
+        n = self.heads // self.kv_heads                                 # query heads per key/value head
+        gqa = self.fast and n > 1 and mask is None and q.size(2) == 1   # a decoding step: SDPA shares the key/value heads itself,
+        if not gqa: k, v = repeat_kv(k, n), repeat_kv(v, n)             # no copy of the cache (b, h, t_k, s) per layer and step
         if self.fast:
             causal = self.causal and kv is None and mask is None and q.size(2) == k.size(2)
-            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=causal)
+            out = fast_attention(q, k, v, mask, self.dropout, self.training, causal=causal, gqa=gqa)
         else: out = attention(q, k, v, mask, self.dropout, self.training)
         return self.unifyheads(merge_heads(out))
 
     def weights(self, x, pad_mask=None, kv=None):
         "The attention weights (b, h, t, t_k), for looking inside"
         q, k, v, mask = self._qkv(x, pad_mask, None, kv)
+        k = repeat_kv(k, self.heads // self.kv_heads)
         if self.causal and kv is None and mask is None: mask = causal_mask(x.size(1), device=x.device)  # the fast path leaves it to SDPA
         return attention_weights(q, k, mask)
 

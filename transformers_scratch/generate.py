@@ -119,7 +119,7 @@ class KVCache:
                 ):
         n = model if isinstance(model, int) else len(model.blocks)
         self.seq_len = seq_len if isinstance(model, int) else model.seq_len
-        self.n, self.static, self.pos, self.slots = 0, False, None, None
+        self.n, self.static, self.pos, self.slots, self.memo = 0, False, None, None, (None, None)
         self.layers = [_LayerCache(self) for _ in range(n)]
     def __len__(self): return len(self.layers)
     def __getitem__(self, i): return self.layers[i]
@@ -161,6 +161,11 @@ class _LayerCache:
     def fixed(self, compute):                # keys and values that do not change while decoding, such as the encoder's
         if self.memory is None: self.memory = compute()
         return self.memory
+    def shared(self, key, compute):          # what every layer computes alike in one step (RoPE's angles): once, for all of them
+        kv = self.kv
+        if kv.static: return compute()       # the position is a tensor: a recorded step computes them from it
+        if kv.memo[0] != key: kv.memo = (key, compute())   # `key` names everything the result depends on
+        return kv.memo[1]
     def reorder(self, rows):
         if self.k is not None: self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
         if self.memory is not None: self.memory = tuple(m.index_select(0, rows) for m in self.memory)
