@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_KEYS', 'MAX_CONFIG', 'MAX_TOKENIZER', 'PretrainedError', 'gpt2_config',
            'config_from_gpt2', 'split_qkv', 'block_state', 'gpt2_names', 'convert_gpt2', 'hub_url', 'hub_name',
-           'gpt2_files', 'read_gpt2_config', 'read_weights', 'load_gpt2', 'BPECodec', 'gpt2_codec', 'gpt2_tokenizer',
-           'validate_tokenizer', 'save_gpt2', 'tiny_gpt2', 'gpt2_pair', 'generate_pretrained', 'run_gpt2_generate']
+           'pretrained_files', 'read_config_json', 'read_weights', 'load_gpt2', 'BPECodec', 'gpt2_codec',
+           'gpt2_tokenizer', 'validate_tokenizer', 'save_gpt2', 'tiny_gpt2', 'gpt2_pair', 'generate_pretrained',
+           'run_gpt2_generate']
 
 # %% ../nbs/24_gpt2.ipynb #f21b4972
 import os, json, time, tempfile, urllib.parse
@@ -142,8 +143,8 @@ def hub_name(source,
         raise PretrainedError(f"source: {name!r} is not a folder here, nor a Hugging Face model name such as {', '.join(examples)}")
     return name
 
-def gpt2_files(source,
-               examples=GPT2_NAMES):   # hub names an error suggests
+def pretrained_files(source,
+                     examples=GPT2_NAMES):   # hub names an error suggests (lesson 28 passes Llama-family ones too)
     "(config.json, model.safetensors) paths of `source`: a folder, or a hub name such as 'gpt2'"
     name = hub_name(source, examples)
     if name is not None: return _hub_file(name, 'config.json'), _hub_file(name, 'model.safetensors')
@@ -176,8 +177,8 @@ def _read_file(path, limit,         # the most bytes the file may have
         with open(path, 'rb') as f: return f.read(limit + 1)
     except OSError as e: raise PretrainedError(f"{what}: cannot read {path} ({e.strerror or _why(e)})") from None
 
-def read_gpt2_config(path):
-    "The `config.json` at `path` as a dict; a one-line `PretrainedError` naming it if it is not a JSON object (its keys: `config_from_gpt2`)"
+def read_config_json(path):
+    "The `config.json` at `path` as a dict; a one-line `PretrainedError` naming it if it is not a JSON object (GPT-2's keys: `config_from_gpt2`; Llama's: lesson 28)"
     b = _read_file(path, MAX_CONFIG)
     try: config = json.loads(b.decode('utf-8'))
     except (ValueError, RecursionError) as e: raise PretrainedError(f"source: {path} is not valid JSON ({_why(e)})") from None   # UTF-8 too
@@ -203,8 +204,8 @@ def load_gpt2(source,          # a hub name ('gpt2', 'gpt2-medium', 'gpt2-large'
               fast=True,       # attention through `F.scaled_dot_product_attention`
              ):
     "A `GenerationTransformer` in eval mode holding GPT-2's weights from `source`: its config.json checked (memory too) before anything is built"
-    cfg_path, w_path = gpt2_files(source)
-    config = replace(config_from_gpt2(read_gpt2_config(cfg_path), cfg_path), fast=fast)
+    cfg_path, w_path = pretrained_files(source)
+    config = replace(config_from_gpt2(read_config_json(cfg_path), cfg_path), fast=fast)
     most = 2 * model_bytes(config) + 4 * config.depth * config.seq_len**2   # fp64 weights, an untied head, old files' mask buffers
     state = convert_gpt2(read_weights(w_path, most), config.depth, where=str(w_path))
     with torch.device('meta'): model = GenerationTransformer(config)

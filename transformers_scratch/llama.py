@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from .config import config_from_dict, model_bytes
 from .models import GenerationTransformer
-from .gpt2 import (PretrainedError, GPT2_NAMES, MAX_TOKENIZER, BPECodec, hub_name, gpt2_files, read_gpt2_config,
+from .gpt2 import (PretrainedError, GPT2_NAMES, MAX_TOKENIZER, BPECodec, hub_name, pretrained_files, read_config_json,
                                        read_weights, gpt2_codec, validate_tokenizer, gpt2_pair, generate_pretrained, _hub_file, _read_file, _listed)
 
 # %% ../nbs/28_llama.ipynb #8a5614e5
@@ -90,8 +90,8 @@ def load_pretrained(source,          # a hub name ('HuggingFaceTB/SmolLM2-135M')
                     fast=True,       # attention through `F.scaled_dot_product_attention`
                    ):
     "A `GenerationTransformer` in eval mode holding a Llama-family checkpoint's weights, its config.json checked (memory too) first"
-    cfg_path, w_path = gpt2_files(source, LLAMA_NAMES)
-    config = replace(config_from_llama(read_gpt2_config(cfg_path), cfg_path, seq_len=seq_len), fast=fast)
+    cfg_path, w_path = pretrained_files(source, LLAMA_NAMES)
+    config = replace(config_from_llama(read_config_json(cfg_path), cfg_path, seq_len=seq_len), fast=fast)
     most = 2 * model_bytes(config) + 2**20                                   # fp64 weights and an untied head fit in `most`
     state = convert_llama(read_weights(w_path, most), config, where=str(w_path))   # lesson 24's reader: bounded, no NaN
     with torch.device('meta'): model = GenerationTransformer(config)
@@ -110,7 +110,7 @@ def llama_tokenizer(source,          # the folder or hub name of `load_pretraine
         f, c = p/'tokenizer.json', p/'config.json'
     else: f, c = _hub_file(str(source), 'tokenizer.json'), _hub_file(str(source), 'config.json')
     tok = gpt2_codec({'tokenizer.json': _read_file(f, MAX_TOKENIZER, 'tokenizer')}, f'tokenizers: {source}', f.parent)
-    eos = read_gpt2_config(c).get('eos_token_id') if c.is_file() else None
+    eos = read_config_json(c).get('eos_token_id') if c.is_file() else None
     eos = eos[0] if isinstance(eos, list) and eos else eos
     tok = BPECodec(tok.encode, tok.decode, eos if type(eos) is int else tok.eos_id, tok.n_vocab, tok.kind, tok.files)
     return tok if n_tokens is None else validate_tokenizer(tok, n_tokens, source)
@@ -122,8 +122,8 @@ def pretrained_type(source):   # a hub name or a folder
     "'gpt2', 'llama' or 'qwen2': the `model_type` of `source`'s config.json, which says the loader (OpenAI's GPT-2 hub names: no look)"
     name = hub_name(source, PRETRAINED_NAMES)
     if name in GPT2_NAMES: return 'gpt2'
-    cfg = gpt2_files(source, PRETRAINED_NAMES)[0] if name is None else _hub_file(name, 'config.json')   # a hub model's config alone
-    d = read_gpt2_config(cfg)
+    cfg = pretrained_files(source, PRETRAINED_NAMES)[0] if name is None else _hub_file(name, 'config.json')   # a hub model's config alone
+    d = read_config_json(cfg)
     mt, arch = d.get('model_type'), d.get('architectures')
     if mt == 'gpt2' or mt in LLAMA_TYPES: return mt
     raise PretrainedError(f"source: {str(cfg)!r} is neither GPT-2's nor a Llama-family config.json (model_type is {repr(mt)[:40]}"
@@ -135,8 +135,8 @@ def pretrained_pair(source,        # a hub name or a folder: GPT-2 or a Llama-fa
                    ):
     "(model, tokenizer) of `source`, which `pretrained_type` tells apart; the tokenizer's ids checked against the model's vocabulary"
     if pretrained_type(source) == 'gpt2': return gpt2_pair(source, device)
-    cfg_path = gpt2_files(source, LLAMA_NAMES)[0]
-    full = config_from_llama(read_gpt2_config(cfg_path), cfg_path).seq_len           # checked before the tokenizer is read
+    cfg_path = pretrained_files(source, LLAMA_NAMES)[0]
+    full = config_from_llama(read_config_json(cfg_path), cfg_path).seq_len           # checked before the tokenizer is read
     tok = llama_tokenizer(source)
     seq_len = full if prompt is None or n is None else min(full, len(tok.encode(prompt)) + n)
     model = load_pretrained(source, device, seq_len=max(seq_len, 1))
