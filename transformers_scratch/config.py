@@ -49,6 +49,7 @@ class ModelConfig:
     wide: bool = False            # each head sees all of emb (h times the attention parameters)
     fast: bool = False            # attention through `F.scaled_dot_product_attention`
     tied: bool = False            # the output layer is the token embedding (one shared weight, no bias)
+    emb_scale: bool = False       # token embeddings drawn N(0, 1/e) and multiplied by √e on the way in (the translator's)
     n_classes: int = 0            # a classifier's classes
     pool: str = 'mean'            # a classifier's pooling over the real tokens: 'mean' or 'max'
     src_tokens: int | None = None # an encoder–decoder's source vocabulary; None: not an encoder–decoder
@@ -87,7 +88,7 @@ def validate_config(c):
     _number(c, 'dropout', 0, 1, hi_open=True)
     _number(c, 'eps', 0, 0.1, lo_open=True)
     _number(c, 'rope_theta', 1, 1e9, lo_open=True)
-    for k in ('prenorm', 'qkv_bias', 'bias', 'wide', 'fast', 'tied'):
+    for k in ('prenorm', 'qkv_bias', 'bias', 'wide', 'fast', 'tied', 'emb_scale'):
         if not isinstance(getattr(c, k), bool): raise ConfigError(k, f"expected True or False, got {getattr(c, k)!r}")
     for k, choices in CHOICES.items():
         if getattr(c, k) not in choices: raise ConfigError(k, f"expected one of {', '.join(map(repr, choices))}, got {getattr(c, k)!r}")
