@@ -297,3 +297,25 @@ def test_cli_train_save_load_translate(tmp_path, monkeypatch, capsys):
     (tmp_path/'junk.pt').write_text('junk')
     code, out, err = tfs('translate', '--model', str(tmp_path/'junk.pt'), 'Ein Hund.', capsys=capsys)
     assert code == 2 and 'not a model' in err
+
+
+def test_translator_scales_its_embeddings():
+    "emb_scale=True (the translator's): token embeddings drawn N(0, 1/e) and multiplied by √e on the way in; the tied head reads the weights as they are"
+    import torch.nn as nn
+    from dataclasses import replace
+    from transformers_scratch.models import ScaledEmbedding
+    from transformers_scratch.translate import QUICK, FULL
+    c = ModelConfig(emb=64, heads=4, depth=1, seq_len=16, n_tokens=500, src_tokens=400, pad_idx=1, tied=True, emb_scale=True)
+    torch.manual_seed(0)
+    m = Seq2SeqTransformer(c)
+    for t in (m.encoder, m.decoder):
+        e = t.token_emb
+        assert isinstance(e, ScaledEmbedding)
+        assert abs(e.weight.std().item() - 64 ** -0.5) < 0.01 and e.weight[1].abs().sum() == 0     # N(0, 1/e), padding row 0
+        x = torch.tensor([[2, 3, 1]])
+        torch.testing.assert_close(e(x), e.weight[x] * 8.)                                         # √64 on the way in
+    assert m.toprobs.weight is m.decoder.token_emb.weight
+    plain = Seq2SeqTransformer(replace(c, emb_scale=False)).encoder.token_emb
+    assert type(plain) is nn.Embedding and abs(plain.weight.std().item() - 0.02) < 0.005
+    assert QUICK['emb_scale'] and FULL['emb_scale']
+    with pytest.raises(ConfigError, match='emb_scale'): ModelConfig(emb=64, heads=4, emb_scale=1)
