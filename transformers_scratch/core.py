@@ -4,12 +4,14 @@
 
 # %% auto #0
 __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'tally', 'assert_check', 'rand',
-           'randint', 'call_checked', 'expect_like', 'expect_rate', 'describe', 'Runs', 'other_device', 'on_device',
-           'strided', 'expect_grad', 'expect_mode_kept', 'expect_within']
+           'randint', 'seeded', 'call_checked', 'expect_like', 'expect_rate', 'describe', 'Runs', 'other_device',
+           'on_device', 'strided', 'expect_grad', 'expect_mode_kept', 'expect_within']
 
-# %% ../nbs/00_core.ipynb #470106b5
-import os, functools, copy
+# %% ../nbs/00_core.ipynb #2567331a
+import os, functools, copy, contextlib
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 # %% ../nbs/00_core.ipynb #b5401957
 class TODO(NotImplementedError):
@@ -46,7 +48,7 @@ def diagnose(out, ref,          # the learner's output, the reference output
     for wo, hint in wrongs: expect(not same(out, wo), hint)
     expect(False, otherwise)
 
-# %% ../nbs/00_core.ipynb #8ee114a6
+# %% ../nbs/00_core.ipynb #9a8f5ed3
 _status = {}   # check name -> its last verdict: 'passed', 'unsolved' or 'failed' (what `tally` counts)
 
 def _mode():
@@ -94,8 +96,11 @@ def checker(f=None, solution=None):
         except CheckError as e: verdict, hint = 'failed', str(e)
         except Exception as e:
             codes = _codes(fn)
-            if codes and not _raised_in(e, codes): raise          # the check's own code crashed: the course's bug
-            verdict, hint = 'failed', f"your code raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+            if codes and not _raised_in(e, codes):               # the check's own code crashed: the course's bug
+                if _mode() == 'raise': raise                      # the tests see it with its traceback
+                verdict, hint = 'failed', (f"the check could not read what your code returned ({type(e).__name__}: "
+                                           f"{' '.join(str(e).split())[:120]}): compare it with what the docstring asks for")
+            else: verdict, hint = 'failed', f"your code raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"
         lib = _resolve(solution)
         if fn is not lib or verdict != 'passed': _status[name] = verdict   # the library's own version counts for nobody
         if verdict == 'passed':
@@ -119,7 +124,7 @@ def tally(lesson,   # the lesson's number, e.g. '03'
         msg += ' (not yet: ' + ', '.join(c.__name__.removeprefix('check_') for c in checks if _status.get(c.__name__) != 'passed') + ')'
     print(msg)
 
-# %% ../nbs/00_core.ipynb #2823e4d1
+# %% ../nbs/00_core.ipynb #8ba4151a
 def assert_check(check, solution, wrongs=()):
     "Assert `check` accepts `solution` and rejects each `(fn, hint_regex)` in `wrongs` with a matching hint"
     import re, io, contextlib
@@ -132,17 +137,24 @@ def assert_check(check, solution, wrongs=()):
             assert re.search(pat, str(e)), f"{check.__name__} rejected {getattr(fn, '__name__', fn)} with {e!r}, expected a hint matching {pat!r}"
         else: raise AssertionError(f"{check.__name__} accepted the wrong answer {getattr(fn, '__name__', fn)}")
 
-# %% ../nbs/00_core.ipynb #d9f9f3d7
+# %% ../nbs/00_core.ipynb #d0db6bf0
 def rand(*shape, seed=0, dtype=torch.float32):
     "Irregular normal data of `shape` from its own generator: reproducible, and leaves the global RNG alone"
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
 
-# %% ../nbs/00_core.ipynb #9efce43a
+# %% ../nbs/00_core.ipynb #6494fbde
 def randint(low, high, shape, seed=0):
     "Irregular random long ids in [`low`, `high`) of `shape` from their own generator (never an `arange`)"
     return torch.randint(low, high, tuple(shape), generator=torch.Generator().manual_seed(seed))
 
-# %% ../nbs/00_core.ipynb #e4b960f9
+# %% ../nbs/00_core.ipynb #bcdd1ef1
+def seeded(fn, *args, seed=0, **kwargs):
+    "Call `fn(*args, **kwargs)` with torch's global RNG forked and seeded with `seed`: the same draws each time, the caller's RNG untouched"
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+        torch.manual_seed(seed)
+        return fn(*args, **kwargs)
+
+# %% ../nbs/00_core.ipynb #6248e19b
 def _snapshot(o):
     "A deep copy of the tensors in `o` (a tensor, or a list, tuple or dict of them), for comparison after a call"
     if isinstance(o, torch.Tensor): return o.detach().clone()
@@ -160,7 +172,7 @@ def _unchanged(a, b):
     if isinstance(a, dict): return all(_unchanged(a[k], b[k]) for k in a)
     return True
 
-# %% ../nbs/00_core.ipynb #cd03b3b3
+# %% ../nbs/00_core.ipynb #9efb1f47
 def call_checked(fn, *args, **kwargs):
     "Call `fn(*args, **kwargs)` and `expect` that it left every tensor argument exactly as it was"
     before = _snapshot((args, kwargs))
@@ -171,7 +183,7 @@ def call_checked(fn, *args, **kwargs):
                                  "(out-of-place ops such as x = x + 1, not x += 1, x[...] = or masked_fill_)")
     return out
 
-# %% ../nbs/00_core.ipynb #64bf18e2
+# %% ../nbs/00_core.ipynb #3881a358
 def expect_like(out, ref, what='the output'):
     "Check that `out` is a tensor with the shape, dtype and device of tensor `ref`"
     expect_shape(out, ref.shape, what)
@@ -179,12 +191,12 @@ def expect_like(out, ref, what='the output'):
     expect(out.device.type == ref.device.type, f"{what} should be on {ref.device.type} like its inputs, got {out.device.type}: "
                                                "create new tensors with device=x.device (or torch.*_like)")
 
-# %% ../nbs/00_core.ipynb #b0ab721e
+# %% ../nbs/00_core.ipynb #370d47bb
 def expect_rate(observed, expected, tol, hint):
     "Check that a measured rate `observed` is within `tol` of `expected`; `hint` says what is wrong, the numbers are added"
     expect(abs(float(observed) - float(expected)) <= tol, f"{hint} (measured {float(observed):.3f}, expected {float(expected):.3f} ± {tol})")
 
-# %% ../nbs/00_core.ipynb #239d61ab
+# %% ../nbs/00_core.ipynb #2cb72133
 def describe(args, kwargs=None):
     "The tensors among `args`/`kwargs` as shapes and dtypes, modules by their sizes, the rest as values: a fixture, for a hint"
     def d(a):
@@ -194,7 +206,7 @@ def describe(args, kwargs=None):
         return repr(a)
     return ', '.join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in (kwargs or {}).items()])
 
-# %% ../nbs/00_core.ipynb #c2a772dd
+# %% ../nbs/00_core.ipynb #391b5635
 class Runs:
     "Call a learner's `fn` on one fixture after another: inputs must stay unchanged, a crash names the input it hit"
     def __init__(self, fn, on_error=None):  # `on_error(exception, args)`: a specific hint for a crash, or None
@@ -229,10 +241,24 @@ class Runs:
         expect_like(out, ref, what)
         self.shaped.append(want)
 
-# %% ../nbs/00_core.ipynb #fc580a4d
+# %% ../nbs/00_core.ipynb #04faeca3
 def other_device():
     "A device other than the CPU to run a check on: the GPU if there is one, else `meta` (shapes and dtypes, no data)"
     return 'cuda' if torch.cuda.is_available() else 'meta'
+
+class _Mixed(RuntimeError):
+    "An op got tensors on two devices (one of them the check's `meta`): on a GPU it would fail"
+
+class _DeviceMix(TorchFunctionMode):
+    "Raise `_Mixed` for any torch op that mixes a tensor on `dev` with one elsewhere, as CUDA does (0-dim CPU scalars and CPU indices allowed)"
+    def __init__(self, dev): super().__init__(); self.dev = dev
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        seen = args[:1] if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) else (args, kwargs)
+        devs = {t.device.type for t in tree_flatten(seen)[0] if isinstance(t, torch.Tensor) and (t.dim() or t.device.type == self.dev)}
+        if self.dev in devs and len(devs) > 1:
+            raise _Mixed(f"{getattr(func, '__name__', func)} got tensors on {' and '.join(sorted(devs))}")
+        return func(*args, **kwargs)
 
 def on_device(fn, *args, **kwargs):
     "Run `fn` on copies of the tensor (and module) arguments on `other_device()`: the outputs must stay there"
@@ -242,29 +268,35 @@ def on_device(fn, *args, **kwargs):
         return copy.deepcopy(a).to(dev) if isinstance(a, torch.nn.Module) else a
     hint = (f"your result does not stay on the inputs' device (tried with device='{dev}'): create new tensors with "
             "device=x.device (or torch.*_like), not on the CPU, and don't go through Python lists or numpy")
-    try: out = fn(*map(mv, args), **{k: mv(v) for k, v in kwargs.items()})
+    try:
+        with (_DeviceMix(dev) if dev == 'meta' else contextlib.nullcontext()):   # on a CPU-only machine, a CPU tensor meeting
+            out = fn(*map(mv, args), **{k: mv(v) for k, v in kwargs.items()})    # a meta one is what fails on a GPU
     except (TODO, CheckError): raise
+    except _Mixed as e:
+        expect(False, f"a tensor of yours is made on the CPU while the inputs are on another device ({e}): it would fail on "
+                      "a GPU; create new tensors with device=x.device (torch.arange(t, device=x.device), torch.*_like)")
     except Exception as e:   # code that reads values (.item(), boolean indexing) can't run on meta: nothing to judge
         expect(not any(m in str(e) for m in ('expected device', 'same device', 'Cannot copy out of meta', 'cross-device',
                                              'device type tensor to numpy')), hint)
         return None
-    expect(all(o.device.type == torch.device(dev).type for o in (out if isinstance(out, (tuple, list)) else [out])
-               if isinstance(o, torch.Tensor)) and isinstance(out, (torch.Tensor, tuple, list)), hint)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    expect(any(isinstance(o, torch.Tensor) for o in outs), f"your code returned {type(out).__name__}, not a tensor")
+    expect(all(o.device.type == torch.device(dev).type for o in outs if isinstance(o, torch.Tensor)), hint)
     return out
 
-# %% ../nbs/00_core.ipynb #2a37bd16
+# %% ../nbs/00_core.ipynb #750d5be4
 def strided(x):
     "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a longer one, as `logits[:, :-1]` is"
     return torch.cat([x, x[:, :1]], 1)[:, :x.size(1)]
 
-# %% ../nbs/00_core.ipynb #3c3a9fd4
+# %% ../nbs/00_core.ipynb #1e90cb09
 def expect_grad(out, what='the loss'):
     "Check that tensor `out` carries a gradient back to its inputs"
     expect(isinstance(out, torch.Tensor) and out.grad_fn is not None,
            f"{what} carries no gradient back to the logits: compute it with tensor ops only (no .item(), .detach(), "
            "torch.tensor(...), numpy or torch.no_grad())")
 
-# %% ../nbs/00_core.ipynb #be56da70
+# %% ../nbs/00_core.ipynb #c1c24e79
 def expect_mode_kept(fn, model, *args, **kwargs):
     "Run `fn(model, ...)` from train mode, then from eval mode: `model` must be left as found; returns the last result"
     was = model.training
@@ -278,7 +310,7 @@ def expect_mode_kept(fn, model, *args, **kwargs):
     finally: model.train(was)
     return out
 
-# %% ../nbs/00_core.ipynb #d0eccf26
+# %% ../nbs/00_core.ipynb #ba8ec072
 def expect_within(out, low, high, what='the values'):
     "Check that every value of tensor `out` lies in [`low`, `high`)"
     expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
