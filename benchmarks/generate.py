@@ -19,6 +19,11 @@
   heads sharing 3 key/value heads, SwiGLU 1536, 49,152 tokens, tied, RoPE θ = 100000), saved by Hugging Face's
   `LlamaForCausalLM.save_pretrained` and read by `load_pretrained` (lesson 28), or `--llama FOLDER`; our cached greedy
   decoding vs Hugging Face's `generate`, interleaved rounds, tokens checked equal.
+- `roofline` (run with `gpt2` and `llama`, or alone): at batch 1 every new token reads every weight once, so decoding
+  cannot beat (memory read rate) / (bytes of weights) tokens/s. The read rate is measured in the same run: the best of
+  several sums of a 256 MiB fp32 tensor and several products of a 256 MiB fp32 matrix with a vector, whichever is
+  faster (measured before and after the races; the best counts). `gpt2` and `llama` then report each decoder's tokens/s
+  as a fraction of that limit (tokens/s x fp32 weight bytes / read rate), beside the ratio to Hugging Face.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
   smoke test of the full path on a CPU).
@@ -28,6 +33,8 @@
     python benchmarks/generate.py kv throughput valid --full  # on a GPU: decoding, nanoGPT-sized training, the full run
     python benchmarks/generate.py gpt2 --gpt2-n 32            # ours vs Hugging Face's generate, GPT-2 small shape
     python benchmarks/generate.py llama --llama-n 32          # the same, SmolLM2-135M shape
+    python benchmarks/generate.py gpt2 llama --rounds 4       # both races against the machine's read rate, in one run
+    python benchmarks/generate.py roofline                    # the read rate alone
 
 The last line is a JSON object with every number and the machine it came from.
 """
@@ -171,6 +178,35 @@ def bench_train(a, dev):
     return {'tokens_per_s': tps, 'ours_vs_plain': round(ratio, 2), 'precision': prec, 'compile': a.compile,
             'fused_adamw': has_fused_adamw(dev), 'first_call_s': {'plain': round(warm_plain, 1), 'ours': round(warm_ours, 1)}}
 
+def read_rate(dev, mib=256, runs=8):
+    "This machine's memory read rate in GB/s: best of `runs` sums of a `mib` MiB fp32 tensor and of a `mib` MiB matrix times a vector"
+    n = mib * 2**20 // 4
+    x = torch.randn(n, device=dev)
+    W, v = x.view(-1, 4096), torch.randn(4096, device=dev)          # (16384, 4096) at 256 MiB: every byte read once
+    ways = {'sum': lambda: x.sum(), 'matvec': lambda: torch.mv(W, v)}
+    best = {}
+    with torch.no_grad():
+        for k, f in ways.items():
+            f(); best[k] = min(timed(f, dev)[0] for _ in range(runs))
+    gbs = {k: round(x.nbytes / s / 1e9, 1) for k, s in best.items()}
+    return {'mib': mib, 'runs': runs, 'gb_per_s': gbs, 'best_gb_per_s': max(gbs.values())}
+
+def weight_bytes(model):
+    "Bytes of `model`'s weights in fp32, tied weights counted once (they are read once per token)"
+    return sum(p.numel() * 4 for p in model.parameters())
+
+def roofline(rate, wbytes, tps):
+    """The decoding limit at `rate` GB/s of a model of `wbytes` fp32 weight bytes (every weight read once per token)
+    and each decoder's tokens/s in `tps` as a fraction of it"""
+    limit = rate * 1e9 / wbytes
+    return {'weight_mb_fp32': round(wbytes / 1e6, 1), 'read_gb_per_s': rate, 'limit_tokens_per_s': round(limit, 1),
+            'fraction_of_limit': {k: round(v / limit, 2) for k, v in tps.items()}}
+
+def say_roofline(name, r):
+    f = r['fraction_of_limit']
+    print(f"{name} roofline: {r['weight_mb_fp32']:.0f} MB of fp32 weights at {r['read_gb_per_s']:.1f} GB/s: limit "
+          f"{r['limit_tokens_per_s']:.1f} tok/s; ours {f['ours']:.2f} of it, Hugging Face {f['hugging_face']:.2f}")
+
 def race(runs, n, rounds, dev):
     "Interleaved greedy decoding of `n` tokens by `runs` {'ours': f, 'hugging_face': g}: tokens/s of each, ours / theirs, same tokens?"
     with torch.no_grad():
@@ -207,7 +243,8 @@ def bench_gpt2(a, dev):
           f"{tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
     layout = bench_layout(ours, a, dev)
     return {'weights': what, 'prompt': len(prompt), 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
-            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same, 'layout': layout}
+            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same,
+            'weight_bytes': weight_bytes(ours), 'layout': layout}
 
 SMOLLM2_135M = dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536,
                     vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000., tie_word_embeddings=True,
@@ -237,7 +274,8 @@ def bench_llama(a, dev):
     print(f"llama {what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, "
           f"Hugging Face {tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
     return {'weights': what, 'parameters': n_params, 'prompt': plen, 'new_tokens': n, 'rounds': a.rounds, 'fast': a.llama_fast, 'tokens_per_s': tps,
-            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same}
+            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same,
+            'weight_bytes': weight_bytes(ours)}
 
 def bench_layout(model, a, dev):
     "Why `load_gpt2` keeps Conv1D's memory order: one token through every `nn.Linear` weight, (out, in) rows vs (in, out) rows"
@@ -262,9 +300,17 @@ def bench_valid(a, dev):
     print(f"valid {'full' if a.full else 'quick'}: {json.dumps(res)}")
     return {**res, 'config': 'full (nanoGPT shakespeare_char)' if a.full else 'quick', 'nanogpt_published_valid_loss': 1.4697}
 
+def cpu_model():
+    "The CPU's model name from /proc/cpuinfo (Linux), else platform's guess"
+    try:
+        for line in open('/proc/cpuinfo'):
+            if line.startswith('model name'): return line.split(':', 1)[1].strip()
+    except OSError: pass
+    return platform.processor() or platform.machine()
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('what', nargs='*', help='kv, throughput, valid, gpt2 and/or llama (default: the first three)')
+    p.add_argument('what', nargs='*', help='kv, throughput, valid, gpt2, llama and/or roofline (default: the first three)')
     p.add_argument('--gpt2', help='gpt2: a folder with config.json and model.safetensors (default: a random GPT-2 small)')
     p.add_argument('--gpt2-n', type=int, default=32, help='gpt2: new tokens'); p.add_argument('--gpt2-prompt', type=int, default=16)
     p.add_argument('--llama', help='llama: a folder from save_pretrained (default: a random SmolLM2-135M shape)')
@@ -280,11 +326,11 @@ def main():
     a = p.parse_args()
     if a.threads: torch.set_num_threads(a.threads)
     what = a.what or ['kv', 'throughput', 'valid']
-    bad = set(what) - {'kv', 'throughput', 'valid', 'gpt2', 'llama'}
-    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid, gpt2, llama")
+    bad = set(what) - {'kv', 'throughput', 'valid', 'gpt2', 'llama', 'roofline'}
+    if bad: p.error(f"unknown benchmark(s) {sorted(bad)}: choose from kv, throughput, valid, gpt2, llama, roofline")
     dev = default_device()
     if a.compile is None: a.compile = dev.type == 'cuda'
-    machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None,
+    machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None, 'cpu': cpu_model(),
                'cpu_count': os.cpu_count(), 'torch_threads': torch.get_num_threads(), 'torch': torch.__version__,
                'platform': platform.platform(), 'load_average': [round(l, 2) for l in os.getloadavg()]}
     print(json.dumps(machine))
@@ -298,8 +344,21 @@ def main():
         out['throughput'] = bench_throughput(a, dev)
         out['train'] = bench_train(a, dev)
     if 'valid' in what: out['valid'] = bench_valid(a, dev)
+    if {'gpt2', 'llama', 'roofline'} & set(what): out['read_rate'] = [read_rate(dev)]
     if 'gpt2' in what: out['gpt2'] = bench_gpt2(a, dev)
     if 'llama' in what: out['llama'] = bench_llama(a, dev)
+    if {'gpt2', 'llama'} & set(what): out['read_rate'].append(read_rate(dev))   # again after the races: the load moves it
+    if 'read_rate' in out:
+        rate = max(r['best_gb_per_s'] for r in out['read_rate'])
+        print(f"read rate ({out['read_rate'][0]['mib']} MiB fp32, best of {out['read_rate'][0]['runs']}): " +
+              ', after the races '.join(', '.join(f"{k} {v} GB/s" for k, v in r['gb_per_s'].items()) for r in out['read_rate']) +
+              f"; the limit uses the best, {rate} GB/s")
+        for k in ('gpt2', 'llama'):
+            if k in out:
+                out[k]['roofline'] = roofline(rate, out[k]['weight_bytes'], out[k]['tokens_per_s'])
+                say_roofline(k, out[k]['roofline'])
+                print(f"{k}: ours / Hugging Face = {out[k]['ours_vs_hugging_face']:.2f}x, tokens "
+                      f"{'identical' if out[k]['identical_tokens'] else 'DIFFER'}")
     out['machine']['load_average_after'] = [round(l, 2) for l in os.getloadavg()]
     print(json.dumps(out))
 
