@@ -252,8 +252,10 @@ class _Mixed(RuntimeError):
 class _DeviceMix(TorchFunctionMode):
     "Raise `_Mixed` for any torch op that mixes a tensor on `dev` with one elsewhere, as CUDA does (0-dim CPU scalars and CPU indices allowed)"
     def __init__(self, dev): super().__init__(); self.dev = dev
+    free = {'to', 'copy_', 'set_', '_has_compatible_shallow_copy_type', '__set__', '__get__'}   # moves between devices
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if getattr(func, '__name__', '') in self.free: return func(*args, **kwargs)
         seen = args[:1] if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) else (args, kwargs)
         devs = {t.device.type for t in tree_flatten(seen)[0] if isinstance(t, torch.Tensor) and (t.dim() or t.device.type == self.dev)}
         if self.dev in devs and len(devs) > 1:
@@ -268,13 +270,15 @@ def on_device(fn, *args, **kwargs):
         return copy.deepcopy(a).to(dev) if isinstance(a, torch.nn.Module) else a
     hint = (f"your result does not stay on the inputs' device (tried with device='{dev}'): create new tensors with "
             "device=x.device (or torch.*_like), not on the CPU, and don't go through Python lists or numpy")
+    args, kwargs = [mv(a) for a in args], {k: mv(v) for k, v in kwargs.items()}
     try:
         with (_DeviceMix(dev) if dev == 'meta' else contextlib.nullcontext()):   # on a CPU-only machine, a CPU tensor meeting
-            out = fn(*map(mv, args), **{k: mv(v) for k, v in kwargs.items()})    # a meta one is what fails on a GPU
+            out = fn(*args, **kwargs)                                           # a meta one is what fails on a GPU
     except (TODO, CheckError): raise
     except _Mixed as e:
-        expect(False, f"a tensor of yours is made on the CPU while the inputs are on another device ({e}): it would fail on "
-                      "a GPU; create new tensors with device=x.device (torch.arange(t, device=x.device), torch.*_like)")
+        expect(False, f"your result does not stay on the inputs' device (tried with device='{dev}'): a tensor of yours is made "
+                      f"on the CPU ({e}), which fails on a GPU; create new tensors with device=x.device "
+                      "(torch.arange(t, device=x.device), torch.*_like)")
     except Exception as e:   # code that reads values (.item(), boolean indexing) can't run on meta: nothing to judge
         expect(not any(m in str(e) for m in ('expected device', 'same device', 'Cannot copy out of meta', 'cross-device',
                                              'device type tensor to numpy')), hint)
