@@ -37,9 +37,9 @@ def test_handout(tmp_path):
                 if not line.startswith('#'):
                     assert line.startswith('from transformers_scratch.')
                     exec(line, {})
-            if c.get('metadata') == {'cellView': 'form'} and 'check' in hs.splitlines()[0] and not is_solution(s):
-                assert hs.startswith('# @title ')       # Colab folds a form cell whose first line is its title
-                n_folded += 1
+            if c.get('metadata') == {'cellView': 'form'}:
+                assert hs.startswith('# @title '), f"{p.name}: a folded cell without a title: {hs[:60]!r}"   # Colab shows its first line
+                if 'check' in hs.splitlines()[0] and not is_solution(s): n_folded += 1
     assert n_solutions >= 12, f"the course promises at least 12 exercises, found {n_solutions} solution cells"
     assert n_folded >= 12, f"long check definitions should be folded in the handout, found {n_folded}"
 
@@ -50,6 +50,16 @@ def test_committed_handout_is_up_to_date(tmp_path):
     for n in made:
         assert (tmp_path/'h'/n).read_text(encoding='utf-8') == (ROOT/'handout'/n).read_text(encoding='utf-8'), \
             f"handout/{n} is stale: run `tfs handout` and commit handout/"
+
+def test_the_header_says_whether_there_are_exercises(tmp_path):
+    "A lesson without exercises does not promise any: both editions say it is to be run and read"
+    made = make_handout(ROOT/'nbs', tmp_path/'h')
+    for h in made:
+        nb, hb = json.loads((ROOT/'nbs'/h.name).read_text()), json.loads(h.read_text())
+        ex = any(re.search(r'^\s*\w+\s*=\s*check_\w+\(\s*my_', ''.join(c['source']), re.M) for c in nb['cells'] if c['cell_type'] == 'code')
+        top = ''.join(''.join(c['source']) for c in hb['cells'][:3])
+        if 'colab-badge.svg' not in top: continue        # index.ipynb: the README, no edition header
+        assert ('yours to solve' in top) == ex and ('without exercises' in top) != ex, h.name
 
 def test_every_lesson_says_which_edition():
     for p in sorted((ROOT/'nbs').glob('[0-9]*.ipynb')):

@@ -21,8 +21,15 @@ _BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge
 
 def edition_header(name,          # the notebook's file name, e.g. '03_attention.ipynb'
                    learner=False, # the learner's edition (`handout/`) or the solutions edition (`nbs/`)
+                   exercises=True, # does the lesson have exercises? Without, it is a tutorial: both editions run the same code
                   ):
     "The markdown at the top of a lesson: its Colab badge, which edition this is and where the other one is"
+    if not exercises:
+        here, there = ('handout/', 'nbs/') if learner else ('nbs/', 'handout/')
+        this, other, outputs = ("Learner's", 'solutions', 'with its outputs') if learner else ('Solutions', "learner's", 'its outputs cleared')
+        return (f"{_BADGE}({colab_url(here + name)})\n\n"
+                f"**{this} edition** of a lesson without exercises: run it and read along. The {other} edition runs the same "
+                f"code, {outputs}: [{there}{name}]({colab_url(there + name)}).")
     if learner:
         return (f"{_BADGE}({colab_url('handout/' + name)})\n\n"
                 f"**Learner's edition**: the exercises are yours to solve. Each check prints one line: passed, not solved yet, "
@@ -50,8 +57,9 @@ def _checks_defined(src):
     "Names of the checks (functions decorated with `@checker`) a cell defines"
     try: body = ast.parse(_code(src)).body
     except SyntaxError: return []
+    name = lambda d: getattr(d, 'id', getattr(d, 'attr', None))            # `@checker` or `@core.checker`
     return [n.name for n in body if isinstance(n, ast.FunctionDef)
-            and any(getattr(d, 'id', getattr(d, 'attr', None)) == 'checker' for d in n.decorator_list)]
+            and any(name(d.func if isinstance(d, ast.Call) else d) == 'checker' for d in n.decorator_list)]   # or `@checker(solution=...)`
 
 def _default_exp(nb):
     for c in nb['cells']:
@@ -112,10 +120,11 @@ def handout_nb(nb, lib='transformers_scratch',
     "A copy of notebook dict `nb` for the learner: solutions removed, developer cells and `#|` lines dropped, long checks folded, outputs cleared"
     nb = copy.deepcopy(nb)
     mod, cells, checked, solved = _default_exp(nb), [], set(), ()
+    exercises = any(_checked_names(''.join(c['source'])) for c in nb['cells'] if c['cell_type'] == 'code')
     for i, c in enumerate(nb['cells']):
         src = ''.join(c['source'])
         if c['cell_type'] == 'markdown' and name and i < 4 and 'colab-badge.svg' in src:
-            c['source'] = edition_header(name, learner=True).splitlines(keepends=True)
+            c['source'] = edition_header(name, learner=True, exercises=exercises).splitlines(keepends=True)
         if c['cell_type'] != 'code': cells.append(c); continue
         c['outputs'], c['execution_count'] = [], None
         if 'dev' in _directives(src) or _exports(src): continue                     # for the course's developers
@@ -132,8 +141,8 @@ def handout_nb(nb, lib='transformers_scratch',
             cells.append(c); continue
         checked.update(_checked_names(src))
         checks = _checks_defined(src)
-        if checks and len(src.splitlines()) > 8:
-            src, c['metadata'] = _fold(src, checks), {'cellView': 'form'}
+        if checks and len(src.splitlines()) > 8 or c['metadata'].get('cellView') == 'form' and not re.search(r'^#\s*@title', src, re.M):
+            src, c['metadata'] = _fold(src, checks or _defined_names(src)), {'cellView': 'form'}   # a folded cell has a title
         src = _undirected(src)
         if not src.strip(): continue
         c['source'] = src.splitlines(keepends=True)
