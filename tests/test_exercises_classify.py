@@ -1,65 +1,91 @@
-"Lesson 11's check accepts the pooling over real tokens and rejects the stub and each typical mistake with its own hint."
-import ast, inspect, json, pathlib
+"Lesson 11's check accepts `padding_invariance_gap` in several styles and rejects the stub and each typical mistake with its own hint."
 import torch
 import pytest
 from transformers_scratch.core import assert_check
-from transformers_scratch.models import masked_mean
-from transformers_scratch.checks.classify import check_masked_mean
+from transformers_scratch.runtime import evaluating, model_device
+from transformers_scratch.classify import padding_invariance_gap
+from transformers_scratch.checks.classify import check_padding_invariance_gap
 from conftest import stub
 
-pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures('one_thread')   # tiny models: one thread is faster
 
+def _gap(model, xb, pad_idx=1, mode='eval', strip=True, reduce='max', absolute=True, rows=None, move=True, pad_id=None):
+    "The gap, right or with one mistake"
+    pid = pad_idx if pad_id is None else pad_id
+    was = model.training
+    if mode == 'eval': model.eval()
+    if move: xb = xb.to(model_device(model))
+    with torch.no_grad():
+        out = model(xb)
+        alone = torch.cat([model((r[r != pid] if strip else r)[None]) for r in xb])
+    if mode == 'eval': model.train(was)
+    d = out - alone
+    d = d.abs() if absolute else d
+    d = d[:rows] if rows else d
+    return getattr(d, reduce)().item()
 
-def over_padding(h, m): return h.mean(1)
-def by_length(h, m): return (h * m[..., None]).sum(1) / h.size(1)
-def masked_then_mean(h, m): return (h * m[..., None]).mean(1)
-def not_divided(h, m): return (h * m[..., None]).sum(1)
-def batch_count(h, m): return (h * m[..., None]).sum(1) / m.sum()
-def first_row_count(h, m): return (h * m[..., None]).sum(1) / m[0].sum()
-def pads_averaged(h, m): return masked_mean(h, ~m)
-def max_pool(h, m): return h.masked_fill(~m[..., None], float('-inf')).max(1)[0].nan_to_num(0.)
-def minus_one(h, m): return (h * m[..., None]).sum(1) / (m.sum(1, keepdim=True) - 1).clamp(min=1)
-def nan_when_empty(h, m): return (h * m[..., None]).sum(1) / m.sum(1, keepdim=True)
-def loop_rows(h, m): return torch.stack([h[i][m[i]].mean(0) for i in range(h.size(0))])   # NaN for a row of pads
-def wrong_dim(h, m): return (h * m[..., None]).mean(2)
-def keepdim(h, m): return (h * m[..., None]).sum(1, keepdim=True) / m.sum(1)[:, None, None].clamp(min=1)
-def count_no_keepdim(h, m): return (h * m[..., None]).sum(1) / m.sum(1).clamp(min=1)
-def float_mask(h, m): return (h * m[..., None].float()).sum(1) / m.sum(1, keepdim=True).clamp(min=1)
-def zeroes_pads_in_place(h, m):
-    h[~m] = 0
-    return h.sum(1) / m.sum(1, keepdim=True).clamp(min=1)
-def squeezed(h, m): return masked_mean(h, m).squeeze()
-def count_on_cpu(h, m):
-    n = torch.tensor(m.sum(1, keepdim=True).clamp(min=1).tolist(), dtype=h.dtype)
-    return (h * m[..., None]).sum(1) / n
+# wrong answers
+def dropout_on(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, mode='as found')
+def with_pads(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, strip=False)
+def signed(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, absolute=False)
+def mean_gap(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, reduce='mean')
+def sum_gap(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, reduce='sum')
+def first_row(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, rows=1)
+def pad_one(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, pad_id=1)
+def not_moved(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, move=False)
+def leaves_eval(m, xb, pad_idx=1): m.eval(); return _gap(m, xb, pad_idx, mode='as found')
+def leaves_train(m, xb, pad_idx=1): r = _gap(m, xb, pad_idx); m.train(); return r
+def per_row(m, xb, pad_idx=1):                          # one number per row
+    with evaluating(m), torch.no_grad():
+        return torch.stack([(m(r[None]) - m(r[r != pad_idx][None])).abs().max() for r in xb])
+def as_list(m, xb, pad_idx=1): return [padding_invariance_gap(m, xb, pad_idx)]
+def alone_vs_alone(m, xb, pad_idx=1):                   # compares each stripped row with itself: always 0
+    with evaluating(m), torch.no_grad():
+        a = torch.cat([m(r[r != pad_idx][None]) for r in xb])
+        return (a - a).abs().max().item()
+def truncated_alone(m, xb, pad_idx=1):                   # drops the last token of each text too (an off-by-one slice)
+    with evaluating(m), torch.no_grad():
+        n = (xb != pad_idx).sum(1)
+        return (m(xb) - torch.cat([m(r[r != pad_idx][None, :k - 1]) if k > 1 else m(r[r != pad_idx][None]) for r, k in zip(xb, n)])).abs().max().item()
+def pads_at_end(m, xb, pad_idx=1):                       # "alone" = the row's first n tokens: wrong for front pads
+    with evaluating(m), torch.no_grad():
+        n = (xb != pad_idx).sum(1)
+        return (m(xb) - torch.cat([m(r[None, :k]) for r, k in zip(xb, n)])).abs().max().item()
 
-def test_check_masked_mean():
-    assert_check(check_masked_mean, masked_mean, [
-        (stub, 'not solved'),
-        (over_padding, 'over the padding too'),
-        (by_length, 'divided by the length t'),
-        (masked_then_mean, 'divided by the length t'),
-        (not_divided, 'without dividing'),
-        (batch_count, 'whole batch'),
-        (first_row_count, "first row's count"),
-        (pads_averaged, 'averaged the pads'),
-        (max_pool, 'maximum'),
-        (minus_one, 'one less'),
-        (nan_when_empty, 'NaN'),
-        (loop_rows, 'NaN'),
-        (wrong_dim, 'dim 2'),
-        (keepdim, 'no dim of size 1'),
-        (count_no_keepdim, r'keepdim=True'),
-        (float_mask, 'dtype'),
-        (zeroes_pads_in_place, 'changed its input'),
-        (squeezed, 'batch dim of a batch of one is gone'),
-        (count_on_cpu, "device"),
-    ])
+WRONGS = [(stub, 'not solved'),
+          (dropout_on, r'dropout is on'), (with_pads, r'without\* its pads'), (signed, r'absolute difference'),
+          (mean_gap, r'not the mean'), (sum_gap, r'not the sum'), (first_row, r'every row'), (pad_one, r'pad id is the argument'),
+          (leaves_eval, r'came in training mode and your code left it in eval'),
+          (leaves_train, r'came in eval mode and your code left it in training'),
+          (per_row, r'return one number'), (as_list, r'return one number.*list'), (alone_vs_alone, r'without\* its pads'),
+          (truncated_alone, r'masks its pads|attends to its pads'), (pads_at_end, r'masks its pads|pad id')]
 
-def test_lesson_solution_is_the_library_function():
-    "Lesson 11 shows the solution that lesson 06 exports (the classifier's pooling): the same code"
-    cells = [''.join(c['source']) for c in json.loads((ROOT/'nbs'/'11_classify.ipynb').read_text(encoding='utf-8'))['cells']]
-    sol = next(s for s in cells if s.lstrip().startswith('# @title Solution: masked_mean'))
-    fn = next(n for n in ast.parse(sol).body if isinstance(n, ast.FunctionDef))
-    assert ast.dump(fn) == ast.dump(ast.parse(inspect.getsource(masked_mean)).body[0])
+def test_check_padding_invariance_gap():
+    assert_check(check_padding_invariance_gap, padding_invariance_gap, WRONGS)
+
+# valid answers in other styles
+def as_tensor(m, xb, pad_idx=1):                         # a 0-d tensor, mode saved and restored by hand, no evaluating()
+    was = m.training
+    m.eval()
+    dev = next(m.parameters()).device
+    xb = xb.to(dev)
+    with torch.inference_mode():
+        out = m(xb)
+        alone = torch.cat([m(xb[i, xb[i] != pad_idx].unsqueeze(0)) for i in range(len(xb))])
+    m.train(was)
+    return (out - alone).abs().amax()
+def by_rows(m, xb, pad_idx=1):                           # a Python max over rows, torch.dist-free
+    with evaluating(m) as mm, torch.no_grad():
+        xb = xb.to(model_device(mm))
+        out = mm(xb)
+        return max(float((out[i] - mm(r[r != pad_idx].unsqueeze(0))[0]).abs().max()) for i, r in enumerate(xb))
+def by_masked_select(m, xb, pad_idx=1):                  # masked_select, float64 comparison, numpy float result
+    with evaluating(m) as mm, torch.no_grad():
+        xb = xb.to(model_device(mm))
+        out = mm(xb).double()
+        alone = torch.stack([mm(torch.masked_select(r, r.ne(pad_idx)).view(1, -1))[0] for r in xb]).double()
+        return (out - alone).abs().max().cpu().numpy().item()
+
+def test_valid_styles_pass():
+    for fn in (as_tensor, by_rows, by_masked_select):
+        assert_check(check_padding_invariance_gap, fn)

@@ -84,3 +84,68 @@ def test_check_train_step():
         (as_float32, "dtype"),
         (normalises_x_in_place, 'changed its input'),
     ])
+
+
+# --- issue 31: mistakes that only show in training mode, and the step's other slips -----------------------------
+def logs_predictions_first(model, opt, loss_func, x, y):   # a forward to look at the predictions, then another for the loss
+    model.train(); opt.zero_grad()
+    preds = model(x)                                         # noqa: F841 (kept "for a look")
+    loss = loss_func(model(x), y)
+    loss.backward(); opt.step()
+    return loss.detach()
+def summed_loss(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y) * len(x)                  # "the loss of the whole batch"
+    loss.backward(); opt.step()
+    return (loss / len(x)).detach()
+def clipped(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.)
+    opt.step()
+    return loss.detach()
+def eval_then_train(model, opt, loss_func, x, y):          # the forward in eval mode (no dropout), train mode set after
+    opt.zero_grad()
+    loss = loss_func(model(x), y)
+    loss.backward(); opt.step()
+    model.train()
+    return loss.detach()
+def crashes_oddly(model, opt, loss_func, x, y): return train_step(model, opt, loss_func, x[:, :2], y)
+
+def test_check_train_step_training_mode_and_more():
+    assert_check(check_train_step, train_step, [
+        (logs_predictions_first, 'ran the model on x twice'),
+        (summed_loss, 'batch-size times too large'),
+        (clipped, 'clipping'),
+        (eval_then_train, r'parameters after the step are wrong|eval mode'),
+        (crashes_oddly, r'raised RuntimeError on \(Sequential, SGD, cross_entropy, x \(4, 5\), y \(4,\)\): mat1'),
+    ])
+
+# valid answers in other styles
+def grads_to_none(model, opt, loss_func, x, y):            # gradients cleared by hand, the step without a graph
+    model.train(True)
+    for p in model.parameters(): p.grad = None
+    out = model(x)
+    loss = loss_func(out, y)
+    loss.backward(retain_graph=False)
+    with torch.no_grad(): opt.step()
+    return loss.detach().clone()
+def autograd_grad(model, opt, loss_func, x, y):            # torch.autograd.grad, the gradients set by hand
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss = loss_func(model(x), y)
+    for p, g in zip(params, torch.autograd.grad(loss, params)): p.grad = g
+    opt.step()
+    return loss.detach()
+def model_zero_grad(model, opt, loss_func, x, y):          # model.zero_grad(), a keyword call, `.data`-free
+    model.train()
+    model.zero_grad(set_to_none=False)
+    loss = loss_func(input=model(x), target=y)
+    loss.backward()
+    opt.step()
+    return loss.data.clone()
+
+def test_valid_styles_pass():
+    for fn in (grads_to_none, autograd_grad, model_zero_grad):
+        assert_check(check_train_step, fn)

@@ -6,7 +6,7 @@
 __all__ = ['QUICK', 'FULL', 'DATAFRAMES', 'classifier_learner', 'show_text_results', 'padding_invariance_gap', 'ValidateAtEnd',
            'run_classify', 'save_classifier', 'load_classifier', 'predict_text']
 
-# %% ../nbs/11_classify.ipynb #ed611a27
+# %% ../nbs/11_classify.ipynb #653f269d
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,7 +25,7 @@ from .models import ClassificationTransformer
 from .data import imdb_sample_df, imdb_df, ag_news_df
 from .textdata import CropText, cache_dir, text_dls, text_block
 
-# %% ../nbs/11_classify.ipynb #439b3316
+# %% ../nbs/11_classify.ipynb #20b9e084
 def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
                        pos='learned',     # 'learned' or 'sinusoidal' positions
                        pool='mean',       # 'mean' or 'max' pooling over the real tokens
@@ -40,7 +40,7 @@ def classifier_learner(dls, emb=64, heads=4, depth=1, seq_len=128,
     learn = Learner(dls, ClassificationTransformer(config), loss_func=CrossEntropyLossFlat(), metrics=accuracy, **kw)
     return set_precision(learn, precision)
 
-# %% ../nbs/11_classify.ipynb #c9c85dc1
+# %% ../nbs/11_classify.ipynb #897a5107
 def show_text_results(learn, max_n=5, trunc_at=150):
     "A DataFrame of `max_n` validation texts (cut at `trunc_at` characters), targets, predictions and probabilities"
     dl = learn.dls.valid
@@ -51,7 +51,8 @@ def show_text_results(learn, max_n=5, trunc_at=150):
             for (t, y), p in zip(dl.decode_batch((xb, yb), max_n=max_n), probs)]
     return pd.DataFrame(rows)
 
-# %% ../nbs/11_classify.ipynb #88317ae8
+# %% ../nbs/11_classify.ipynb #2c758e6a
+# @title Solution: padding_invariance_gap
 def padding_invariance_gap(model, xb, pad_idx=1):
     "Largest difference between the logits of each row of padded batch `xb` and of the same text fed alone"
     dev = model_device(model)
@@ -60,7 +61,7 @@ def padding_invariance_gap(model, xb, pad_idx=1):
         alone = torch.cat([model(r[r != pad_idx][None].to(dev)).float().cpu() for r in xb])
     return (out - alone).abs().max().item()
 
-# %% ../nbs/11_classify.ipynb #b568007b
+# %% ../nbs/11_classify.ipynb #2a60f055
 QUICK = dict(emb=64, heads=4, depth=1, seq_len=128, epochs=8, lr=1e-2, wd=0.5, dropout=0.1, bs=32, max_vocab=30000,
              max_train=2000, max_valid=1000)
 FULL = {  # one full configuration per dataset
@@ -71,7 +72,7 @@ FULL = {  # one full configuration per dataset
 }
 DATAFRAMES = {'imdb_sample': imdb_sample_df, 'imdb': imdb_df, 'ag_news': ag_news_df}
 
-# %% ../nbs/11_classify.ipynb #372dcb0f
+# %% ../nbs/11_classify.ipynb #a8a55a56
 def _sample(df, max_train, max_valid, seed=0):
     "At most `max_train` training and `max_valid` validation rows of `df`, sampled with `seed`"
     parts = []
@@ -80,7 +81,7 @@ def _sample(df, max_train, max_valid, seed=0):
         parts.append(d if n is None or len(d) <= n else d.sample(n, random_state=seed))
     return pd.concat(parts, ignore_index=True)
 
-# %% ../nbs/11_classify.ipynb #299fb9a5
+# %% ../nbs/11_classify.ipynb #3105d07d
 class ValidateAtEnd(Callback):
     "Skip the validation after every epoch but the last (unless `every_epoch`); `seconds`: the validations' total time"
     order = 60   # after the `Recorder` resets its metrics, so the skipped epochs show none
@@ -93,7 +94,7 @@ class ValidateAtEnd(Callback):
         if getattr(self, 'start', None) is not None: self.seconds += time.perf_counter() - self.start
         self.start = None
 
-# %% ../nbs/11_classify.ipynb #dbac28b6
+# %% ../nbs/11_classify.ipynb #46279a7f
 def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news) or a DataFrame (text, label, is_valid)
                  epochs=None, emb=None, heads=None, depth=None, seq_len=None,  # None: the configuration's value
                  pos='learned',       # 'learned' or 'sinusoidal' positions
@@ -141,7 +142,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     save_classifier(learn, run.out, data=name)
     return res
 
-# %% ../nbs/11_classify.ipynb #368f18c0
+# %% ../nbs/11_classify.ipynb #1038696a
 _FORMAT = 'transformers_scratch.classify/2'   # 2: the configuration is `asdict(ModelConfig)`
 _WHAT = 'a classifier saved by `tfs classify --out`'
 
@@ -196,7 +197,7 @@ def load_classifier(model_path,   # a file written by `save_classifier` (`tfs cl
     learn.precision = 'fp32'
     return learn
 
-# %% ../nbs/11_classify.ipynb #d5bfd73c
+# %% ../nbs/11_classify.ipynb #32c430f3
 def predict_text(model_path, text):
     "Classify `text` with the classifier saved at `model_path`: the label, each class's probability, and the text's length in tokens"
     if not isinstance(text, str) or not text.strip(): raise ValueError("text: the text to classify is empty")

@@ -7,7 +7,7 @@ __all__ = ['has_fused_adamw', 'adamw', 'train_step', 'DeviceSmoothLoss', 'LazyPr
            'speed_up', 'is_distributed', 'launch_device', 'data_parallel', 'is_main_process', 'single_process', 'Run',
            'start_run']
 
-# %% ../nbs/09_training.ipynb #7e495dbc
+# %% ../nbs/09_training.ipynb #5ca03b84
 import os, sys, time
 from contextlib import contextmanager
 import torch, torch.distributed as dist
@@ -20,7 +20,7 @@ from .runtime import default_device, validate_precision
 from fastai.torch_core import set_seed
 from .checkpoints import validate_output
 
-# %% ../nbs/09_training.ipynb #aa3160f7
+# %% ../nbs/09_training.ipynb #92f23b44
 def has_fused_adamw(device):
     "Does PyTorch have a fused AdamW kernel for `device` (CUDA, and the CPU since torch 2.4)?"
     try: from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
@@ -39,7 +39,7 @@ def adamw(params,         # parameters (or parameter groups) from the `Learner`'
     return OptimWrapper(params, torch.optim.AdamW, lr=lr, betas=(mom, sqr_mom), eps=eps, weight_decay=wd,
                         fused=bool(fused), foreach=None if fused else True)
 
-# %% ../nbs/09_training.ipynb #40a35142
+# %% ../nbs/09_training.ipynb #1df9039c
 # @title Solution: train_step
 def train_step(model, opt, loss_func, x, y):
     "One training step on the batch `(x, y)`: train mode, zero the gradients, loss, backward, `opt.step()`; the loss, detached"
@@ -50,7 +50,7 @@ def train_step(model, opt, loss_func, x, y):
     opt.step()
     return loss.detach()
 
-# %% ../nbs/09_training.ipynb #e2391c9f
+# %% ../nbs/09_training.ipynb #a4d6d87e
 class DeviceSmoothLoss(AvgSmoothLoss):
     "fastai's exponentially smoothed training loss, kept on the loss's device (no read-back each batch)"
     def accumulate(self, learn):
@@ -74,7 +74,7 @@ class LossesToCPU(Callback):
         r = self.learn.recorder
         if len(r.losses): r.losses = type(r.losses)(torch.stack([l.float().to(r.losses[0].device) for l in r.losses]).cpu().unbind())
 
-# %% ../nbs/09_training.ipynb #83194ce1
+# %% ../nbs/09_training.ipynb #ac75f8fb
 class CompileModel(Callback):
     "Train with `torch.compile(learn.model, **kwargs)`; validation and everything outside `fit` use the model itself"
     order = 12                         # after fastai's `DistributedTrainer` (11): compile the model it wrapped
@@ -89,7 +89,7 @@ class CompileModel(Callback):
     def after_fit(self): self._eager()
     def __getstate__(self): return {**self.__dict__, 'pair': (None, None)}   # `learn.export` pickles no compiled code
 
-# %% ../nbs/09_training.ipynb #7238b99d
+# %% ../nbs/09_training.ipynb #ef8f939a
 def speed_up(learn,           # a fastai `Learner`
              compile=False,   # train a `torch.compile`d model (`CompileModel`)
              every=50,        # show the training loss every `every` batches
@@ -101,7 +101,7 @@ def speed_up(learn,           # a fastai `Learner`
     if compile: learn.add_cb(CompileModel())
     return learn
 
-# %% ../nbs/09_training.ipynb #5850c877
+# %% ../nbs/09_training.ipynb #157fddd1
 def is_distributed():
     "Was this process started by a multi-process launcher (`torchrun`, `accelerate launch`) with more than one process?"
     for k in ('WORLD_SIZE', 'PMI_SIZE', 'OMPI_COMM_WORLD_SIZE'):
@@ -157,7 +157,7 @@ def single_process():
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
 
-# %% ../nbs/09_training.ipynb #a117605b
+# %% ../nbs/09_training.ipynb #65237ee9
 class Run:
     "What a training run started with `start_run`: its `device`, its checked `out` path (or None), its start time `t0`"
     def __init__(self, device, out, t0): self.device, self.out, self.t0 = device, out, t0

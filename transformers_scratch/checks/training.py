@@ -10,7 +10,7 @@ import copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the
 from ..core import *
 from ..training import *
 
-# %% ../../nbs/09_training.ipynb #5abfdefd
+# %% ../../nbs/09_training.ipynb #31d7242a
 #| code-fold: true
 # @title check_train_step
 def _step_cases():
@@ -35,8 +35,10 @@ def _step(model, opt, loss_func, x, y, mistake=None):
     "One training step, right or with one typical `mistake`"
     if mistake != 'eval': model.train()
     if mistake not in ('no_zero', 'zero_after'): opt.zero_grad()
-    loss = loss_func(model(x), y)
+    if mistake == 'two_forwards': model(x)                   # a forward for a look at the predictions: it draws dropout masks too
+    loss = loss_func(model(x), y, reduction='sum') if mistake == 'sum' else loss_func(model(x), y)
     loss.backward()
+    if mistake == 'clip': nn.utils.clip_grad_norm_(model.parameters(), 1.)
     if mistake != 'no_step': opt.step()
     if mistake == 'twice': opt.step()
     if mistake == 'zero_after': opt.zero_grad()
@@ -66,6 +68,10 @@ def _step_error(e, args):
     if 'backward through the graph a second time' in msg: return "call loss.backward() once per step"
     if "for 'Long'" in msg or 'expected scalar type Long' in msg:
         return "loss_func takes the predictions first, then the targets: loss_func(model(x), y)"
+    model, opt, loss_func, x, y = (list(args) + [None] * 5)[:5]
+    where = (f"{type(model).__name__}, {type(opt).__name__}, {getattr(loss_func, '__name__', type(loss_func).__name__)}, "
+             f"x {tuple(getattr(x, 'shape', ()))}, y {tuple(getattr(y, 'shape', ()))}")
+    return f"your code raised {type(e).__name__} on ({where}): {' '.join(str(e).split())[:150]}"
 
 @checker(solution='training.train_step')
 def check_train_step(fn):
@@ -101,8 +107,16 @@ def check_train_step(fn):
                            "over from before (here from another computation) were added to this step's")
                     expect(False, "the gradients accumulated from one step to the next: call opt.zero_grad() before "
                            "loss.backward()")
-                expect(not _same_params(now, _params(_replay(model0, make_opt, loss_func, batches, stale, k, 'twice')[0])),
-                       "you stepped twice: call opt.step() once per step")
+                for mistake, hint in (
+                        ('twice', "you stepped twice: call opt.step() once per step"),
+                        ('two_forwards', "you ran the model on x twice: each forward in training mode draws new dropout masks, "
+                                         "so the loss you backpropagated is not the one of the step's predictions — compute "
+                                         "loss_func(model(x), y) once and use it"),
+                        ('sum', "the update is batch-size times too large: keep loss_func's mean over the batch (no "
+                                "reduction='sum', no multiplying by the batch size)"),
+                        ('clip', "the update is not opt.step()'s alone: no gradient clipping or rescaling in this step "
+                                 "(the gradients are the loss's own)")):
+                    expect(not _same_params(now, _params(_replay(model0, make_opt, loss_func, batches, stale, k, mistake)[0])), hint)
                 expect(False, "the parameters after the step are wrong: opt.zero_grad(), the loss of model(x) against y, "
                        "loss.backward(), opt.step()")
             expect(same(out, ref), "the parameters are right, but the loss returned is not this step's: return the loss "
