@@ -159,8 +159,8 @@ def test_mask_tokens_odd_answers():
 
 def test_masked_lm_loss_odd_answers():
     assert_check(check_masked_lm_loss, masked_lm_loss, [
-        (lambda l, y: None, 'should be a tensor, got NoneType'), (lambda l, y: float(masked_lm_loss(l, y)), 'got float'),
-        (lambda l, y: F.cross_entropy(l.flatten(0, -2), y.flatten(), reduction='none'), 'should have shape'),
+        (lambda l, y: None, 'tensor, got NoneType'), (lambda l, y: float(masked_lm_loss(l, y)), 'got float'),
+        (lambda l, y: F.cross_entropy(l.flatten(0, -2), y.flatten(), reduction='none'), 'should have shape|0-dim'),
         (lambda l, y: masked_lm_loss(l, y) if l.size(0) != 2 else None, 'non-contiguous'),
         (lambda l, y: masked_lm_loss(l, y) if not l.requires_grad else None, 'no gradient')])
 
@@ -176,3 +176,135 @@ def test_masked_accuracy_odd_answers():
         (lambda l, y: (l.argmax(-1) == y).float(), 'should have shape'), (acc_argmax_2, r'raised IndexError on \(\(17, 13\)'),
         (acc_3d_only, r'\(n, v\).*wrong'), (acc_dtype, "dtype torch.float32, whatever the logits' dtype"),
         (lambda l, y: masked_accuracy(l, y) if l.size(0) else None, 'empty batch')])
+
+
+# --- issue 31: valid answers in other styles pass; new plausible mistakes are named ------------------------------------
+def _draw(generator, x, f, *a):
+    "A draw of x's shape from `generator`, made where the generator lives and moved to x's device"
+    dev = generator.device if generator is not None else x.device
+    return f(*a, x.shape, generator=generator, device=dev).to(x.device)
+
+def _eligible(x, pad_idx, special_ids):
+    return (x != pad_idx) & ~torch.isin(x, torch.tensor(list(special_ids), dtype=x.dtype, device=x.device))
+
+def mt_bernoulli(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
+    "Hugging Face's recipe: Bernoulli draws, 80% masked, then half of the rest random"
+    dev = generator.device if generator is not None else x.device
+    full = lambda v: torch.full(x.shape, v, device=dev)
+    sel = torch.bernoulli(full(p).masked_fill(~_eligible(x, pad_idx, special_ids).to(dev), 0.), generator=generator).bool().to(x.device)
+    masked = torch.bernoulli(full(0.8), generator=generator).bool().to(x.device) & sel
+    rnd_at = torch.bernoulli(full(0.5), generator=generator).bool().to(x.device) & sel & ~masked
+    rnd = _draw(generator, x, torch.randint, 0, n_tokens)
+    inp = torch.where(rnd_at, rnd, torch.where(masked, torch.full_like(x, mask_idx), x))
+    return inp, torch.where(sel, x, torch.full_like(x, -100))
+
+def mt_one_uniform(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
+    "One uniform draw selects (u < p) and, rescaled (u / p), splits 80/10/10"
+    u, rnd = _draw(generator, x, torch.rand), _draw(generator, x, torch.randint, 0, n_tokens)
+    sel = _eligible(x, pad_idx, special_ids) & (u < p)
+    r = u / p
+    inp = x.clone()
+    inp[sel & (r < 0.8)] = mask_idx
+    at = sel & (r >= 0.8) & (r < 0.9)
+    inp[at] = rnd[at]
+    tgt = torch.full_like(x, -100)
+    tgt[sel] = x[sel]
+    return inp, tgt
+
+def mt_choice(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
+    "The 80/10/10 as one categorical draw per position (0 mask, 1 random, 2 keep), masked_fill and boolean masks"
+    u, r = _draw(generator, x, torch.rand), _draw(generator, x, torch.rand)
+    rnd = _draw(generator, x, torch.randint, 0, n_tokens)
+    kind = (r >= 0.8).long() + (r >= 0.9).long()
+    sel = _eligible(x, pad_idx, special_ids) & (u < p)
+    inp = x.masked_fill(sel & (kind == 0), mask_idx)
+    inp = torch.where(sel & (kind == 1), rnd, inp)
+    return inp, x.masked_fill(~sel, -100)
+
+def test_mask_tokens_valid_styles():
+    for fn in (mt_bernoulli, mt_one_uniform, mt_choice, mt_no_p_check):
+        assert_check(check_mask_tokens, fn)
+
+def _mt(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None, *, split=(0.8, 0.9), drop=(),
+        sel_shape=None, one_rnd=False, below=True, same_u=False, rnd_from=None):
+    "A `mask_tokens` with one mistake: `drop` names kinds whose target is -100, `sel_shape` the shape of the selecting draw"
+    shape = {None: x.shape, 'row': (x.size(0), 1), 'col': (x.size(1),)}[sel_shape]
+    u = torch.rand(shape, generator=generator).to(x.device).expand(x.shape)
+    r = u if same_u else torch.rand(x.shape, generator=generator)
+    if one_rnd: rnd = torch.randint(0, n_tokens, (1,), generator=generator).expand(x.shape)
+    elif rnd_from is not None: rnd = torch.tensor(rnd_from)[torch.randint(0, len(rnd_from), x.shape, generator=generator)]
+    else: rnd = torch.randint(0, n_tokens, x.shape, generator=generator)
+    sel = _eligible(x, pad_idx, special_ids) & ((u < p) if below else (u > p))
+    m, rn = sel & (r < split[0]), sel & (r >= split[0]) & (r < split[1])
+    inp = torch.where(rn, rnd, torch.where(m, torch.full_like(x, mask_idx), x))
+    keep = sel & ~(m & ('mask' in drop)) & ~(rn & ('random' in drop)) & ~(sel & ~m & ~rn & ('kept' in drop))
+    return inp, torch.where(keep, x, torch.full_like(x, -100))
+
+def mtk(**kw): return lambda *a, **k: _mt(*a, **k, **kw)
+
+def test_mask_tokens_new_mistakes():
+    assert_check(check_mask_tokens, mask_tokens, [
+        (mtk(split=(0.9, 1.0)), 'stayed as it was'),                                  # 90/10/0
+        (mtk(split=(0.8, 1.0)), 'stayed as it was'),                                  # 80/20/0
+        (mtk(split=(0.85, 0.95)), '80% of the selected'),                             # 85/10/5
+        (mtk(split=(0.8, 0.85)), '10% of the selected tokens should get a random id'),  # 80/5/15
+        (mtk(drop=('kept',)), 'kept as they are have no target'),                     # the kept 10% not predicted
+        (mtk(drop=('random',)), 'random id have no target'),
+        (mtk(drop=('kept', 'random')), 'not masked have no target'),                  # only [MASK] positions predicted
+        (mtk(sel_shape='row'), 'whole rows'),                                         # rand(b, 1)
+        (mtk(sel_shape='col'), 'every row selected the same positions'),             # rand(t)
+        (mtk(one_rnd=True), 'one random id per position'),
+        (mtk(below=False), 'BELOW p'),                                                # u > p
+        (mtk(same_u=True), 'second uniform draw'),                                    # the split reuses the selecting draw
+        (mtk(rnd_from=[0, 3, 7, 9, 499]), 'lie in|mostly special|different random ids|whole vocabulary'),
+        (lambda x, *a, generator=None, **k: mask_tokens(x, *a, generator=generator or torch.Generator().manual_seed(0), **k),
+         'generator=None two calls'),                                                  # a constant seed when no generator
+        (lambda x, *a, **k: (mask_tokens(x, *a, **k)[0], mask_tokens(x, *a, **k)[1]), 'same generator|same positions|ORIGINAL|keep their id'),
+    ])
+
+def ml_boolean(l, y):
+    sel = y != -100
+    return F.cross_entropy(l[sel], y[sel]) if sel.any() else l.sum() * 0
+def ml_gather(l, y):
+    sel = y != -100
+    nll = -F.log_softmax(l, -1).gather(-1, y.clamp(min=0)[..., None])[..., 0]
+    return (nll * sel).sum() / sel.sum()
+def ml_nll(l, y): return F.nll_loss(F.log_softmax(l, -1).reshape(-1, l.size(-1)), y.reshape(-1), ignore_index=-100)
+
+def test_masked_lm_loss_valid_styles():
+    for fn in (ml_boolean, ml_gather, ml_nll):
+        assert_check(check_masked_lm_loss, fn)
+
+def ml_nll_raw(l, y): return F.nll_loss(l.flatten(0, -2), y.flatten())                         # no log_softmax
+def ml_gather_raw(l, y): return -F.log_softmax(l, -1).gather(-1, y[..., None]).mean()           # -100 as an index
+def ml_ignore_pad(l, y): return F.cross_entropy(l.flatten(0, -2), y.flatten(), ignore_index=1)  # the pad id, not -100
+def ml_smooth(l, y): return F.cross_entropy(l.flatten(0, -2), y.flatten(), label_smoothing=0.1)
+def ml_double_mean(l, y): return masked_lm_loss(l, y) / (y != -100).sum()                        # divided twice
+
+def test_masked_lm_loss_new_mistakes():
+    assert_check(check_masked_lm_loss, masked_lm_loss, [
+        (ml_nll_raw, 'log-probabilities'), (ml_gather_raw, '-100 of the targets'), (ml_ignore_pad, '-100 of the targets'),
+        (ml_smooth, 'no label smoothing'), (ml_double_mean, 'differs')])
+
+def acc_boolean(l, y):
+    sel = y != -100
+    return (l.argmax(-1)[sel] == y[sel]).float().mean().nan_to_num(0.)
+def acc_mul(l, y):
+    sel = (y != -100).float()
+    return ((l.argmax(-1) == y).float() * sel).sum() / sel.sum().clamp(min=1.)
+def acc_where(l, y):
+    sel = y != -100
+    hit = torch.where(sel, l.argmax(-1) == y, torch.zeros_like(sel)).sum()
+    return torch.where(sel.any(), hit / sel.sum().clamp(min=1), torch.zeros((), device=l.device)).float()
+
+def test_masked_accuracy_valid_styles():
+    for fn in (acc_boolean, acc_mul, acc_where):
+        assert_check(check_masked_accuracy, fn)
+
+def test_masked_accuracy_new_mistakes():
+    assert_check(check_masked_accuracy, masked_accuracy, [
+        (lambda l, y: masked_accuracy(l, y) * 100, 'percentage'),
+        (lambda l, y: 1 - masked_accuracy(l, y), 'error rate'),
+        (lambda l, y: ((l.argmax(-1) == y) & (y != -100)).sum() // (y != -100).sum().clamp(min=1), 'integer'),
+        (lambda l, y: masked_accuracy(l, y).cpu(), "device"),
+    ])

@@ -10,7 +10,7 @@ import torch, torch.nn.functional as F   # noqa: F401 (the checks that lesson 40
 from ..core import *
 from ..mlm import *
 
-# %% ../../nbs/40_mlm.ipynb #ac62665a
+# %% ../../nbs/40_mlm.ipynb #59091443
 #| code-fold: true
 # @title check_mask_tokens
 def _mlm_fixture(b, t, n_ids, pad_idx, specials, seed, exclude=()):
@@ -43,13 +43,14 @@ def _mt_pair(out, x, what=''):
 @checker(solution='mlm.mask_tokens')
 def check_mask_tokens(fn):
     "Check `fn(x, mask_idx, n_tokens, pad_idx, special_ids, p, generator)` on small batches, then its rates on a large one"
+    run = Runs(fn)
     cases = [dict(b=1, t=23, n_tokens=37, kw=dict(pad_idx=0, special_ids=(2, 5), p=0.4), mask_idx=36),
              dict(b=3, t=17, n_tokens=61, kw=dict(), mask_idx=4),                 # pad_idx=1, no specials, p=0.15
              dict(b=4, t=9, n_tokens=29, kw=dict(pad_idx=7, special_ids=[0], p=0.6), mask_idx=3)]
     for i, c in enumerate(cases):
         pad, sp = c['kw'].get('pad_idx', 1), tuple(c['kw'].get('special_ids', ()))
         x = _mlm_fixture(c['b'], c['t'], c['n_tokens'] - 1, pad, sp, seed=i, exclude=(c['mask_idx'],))
-        inp, tgt = _mt_pair(call_checked(fn, x, c['mask_idx'], c['n_tokens'], generator=torch.Generator().manual_seed(i), **c['kw']), x)
+        inp, tgt = _mt_pair(run(x, c['mask_idx'], c['n_tokens'], generator=torch.Generator().manual_seed(i), **c['kw']), x)
         sel = tgt != -100
         expect(not torch.equal(tgt, x), "the targets are x everywhere: put -100 where a token was not selected, "
                "otherwise the loss is computed on every position")
@@ -65,38 +66,57 @@ def check_mask_tokens(fn):
                "corrupt only the selected ones")
     # the same seed gives the same result, another seed another one; the default generator works too
     x = _mlm_fixture(8, 64, 200, 1, (0, 2), seed=5)
-    r1, r2, r3 = [_mt_pair(call_checked(fn, x, 201, 202, special_ids=(0, 2), generator=torch.Generator().manual_seed(s)), x)
+    r1, r2, r3 = [_mt_pair(run(x, 201, 202, special_ids=(0, 2), generator=torch.Generator().manual_seed(s)), x)
                   for s in (11, 11, 12)]
     expect(torch.equal(r1[0], r2[0]) and torch.equal(r1[1], r2[1]), "the same generator seed must give the same result: "
            "pass generator=generator to every torch.rand / torch.randint call")
     expect(not torch.equal(r1[1], r3[1]), "different generator seeds give the same selection: draw it at random")
-    inp, tgt = _mt_pair(call_checked(fn, x, 201, 202, special_ids=(0, 2)), x, ' (with the default generator)')
-    expect_within(inp, 0, 202, 'the input ids (random ids come from [0, n_tokens))')
+    d1, d2 = [_mt_pair(seeded(run, x, 201, 202, special_ids=(0, 2), seed=s), x, ' (with the default generator)') for s in (1, 2)]
+    expect(not torch.equal(d1[1], d2[1]), "with generator=None two calls selected the same positions: draw from "
+           "PyTorch's default generator then (generator=None), not from a new generator seeded with a constant")
+    expect_within(d1[0], 0, 202, 'the input ids (random ids come from [0, n_tokens))')
     # rates on a large batch: selection ≈ p among the eligible, then 80/10/10, random ids over [0, n_tokens)
     n_tokens, n_ids, pad, sp, m, p = 500, 250, 3, (0, 7, 9), 499, 0.25
-    x = _mlm_fixture(64, 400, n_ids, pad, sp, seed=7)
-    inp, tgt = _mt_pair(call_checked(fn, x, m, n_tokens, pad_idx=pad, special_ids=sp, p=p, generator=torch.Generator().manual_seed(3)), x)
+    x = _mlm_fixture(128, 400, n_ids, pad, sp, seed=7)
+    inp, tgt = _mt_pair(run(x, m, n_tokens, pad_idx=pad, special_ids=sp, p=p, generator=torch.Generator().manual_seed(3)), x)
     eligible = (x != pad) & ~torch.isin(x, torch.tensor(sp))
     sel = tgt != -100
-    rate = sel.sum() / eligible.sum()
-    expect(abs(float(rate) - 0.15) > 0.02, f"p is ignored: you selected {float(rate):.3f} of the tokens with p={p}; "
-           "use the p argument, not 0.15")
-    expect_rate(rate, p, 0.02, "select each token that is neither a pad nor special with probability p")
+    rate = float(sel.sum() / eligible.sum())
     fm, fr, fk = (float(v) for v in _split(x, inp, tgt, m))
-    expect(fm < 0.95, f"all the selected tokens became mask_idx ({fm:.2f}): 10% should get a random id and 10% stay as they are")
+    expect(abs(rate - 0.15) > 0.02, f"p is ignored: you selected {rate:.3f} of the tokens with p={p}; "
+           "use the p argument, not 0.15")
+    expect(abs(rate - (1 - p)) > 0.02, f"you selected {rate:.3f} of the tokens with p={p}, about 1 - p: a token is "
+           "selected when its uniform draw is BELOW p")
+    for share, got, what in ((0.9, fk, 'kept as they are'), (0.9, fr, 'given a random id'), (0.8, fr + fk, 'not masked')):
+        expect(not (abs(rate - share * p) < 0.012 and got < 0.01), f"the selected tokens {what} have no target (-100): "
+               f"only {rate:.3f} of the tokens have one, for p={p}; every selected position — masked, random or kept — "
+               "gets its original id as target")
+    rows = sel.float().sum(1) / eligible.float().sum(1)
+    expect(float(rows.std()) < 0.15, "whole rows are selected or left alone: draw one uniform number per position, "
+           "of x's shape (b, t), not one per row")
+    both = eligible & eligible[:1]
+    expect(float((sel == sel[:1])[both].float().mean()) < 0.9, "every row selected the same positions: draw one uniform "
+           "number per position, of x's shape (b, t), not one per column (t,)")
+    expect_rate(rate, p, 0.012, "select each token that is neither a pad nor special with probability p")
+    expect(fm < 0.95, f"all the selected tokens became mask_idx ({fm:.2f}): 10% should get a random id and 10% stay as "
+           "they are (a second uniform draw, independent of the one that selects, decides which)")
     expect(fr > 0.03, f"none of the selected tokens got a random id ({fm:.2f} masked, {fk:.2f} kept): "
            "10% of them should be replaced by a random id from [0, n_tokens)")
     expect(fk > 0.03, f"none of the selected tokens stayed as it was ({fm:.2f} masked, {fr:.2f} random): 10% of them should keep their id")
-    expect_rate(fm, 0.8, 0.03, "80% of the selected tokens should become mask_idx")
-    expect_rate(fr, 0.1 * (1 - 2 / n_tokens), 0.03, "10% of the selected tokens should get a random id")
-    expect_rate(fk, 0.1, 0.03, "10% of the selected tokens should keep their id")
+    expect_rate(fm, 0.8, 0.025, f"80% of the selected tokens should become mask_idx ({fr:.2f} random, {fk:.2f} kept)")
+    expect_rate(fr, 0.1 * (1 - 2 / n_tokens), 0.02, f"10% of the selected tokens should get a random id ({fm:.2f} masked, {fk:.2f} kept)")
+    expect_rate(fk, 0.1, 0.02, f"10% of the selected tokens should keep their id ({fm:.2f} masked, {fr:.2f} random)")
     rnd = inp[sel & (inp != m) & (inp != x)]
     expect(int(rnd.min()) >= 0 and int(rnd.max()) < n_tokens, "the random ids must lie in [0, n_tokens)")
+    expect(rnd.unique().numel() > 100, f"only {rnd.unique().numel()} different random ids among {rnd.numel()}: draw one "
+           "random id per position (torch.randint(0, n_tokens, x.shape, ...)), not one for the whole batch")
     expect_rate((rnd >= n_ids).float().mean(), 0.5, 0.1, "draw the random ids uniformly from the whole vocabulary "
                 "[0, n_tokens) (torch.randint(0, n_tokens, ...)), not from the ids that happen to be in the batch")
+    expect_rate(torch.isin(rnd, torch.tensor(sp + (pad, m))).float().mean(), 5 / n_tokens, 0.02, "the random ids are "
+                "mostly special ids: draw them uniformly from the whole vocabulary [0, n_tokens)")
     on_device(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0)
 
-# %% ../../nbs/40_mlm.ipynb #c562c306
+# %% ../../nbs/40_mlm.ipynb #20a2cdf8
 #| code-fold: true
 # @title check_masked_lm_loss
 def _mlm_targets(b, t, v, seed, frac=0.3, empty_row=None):
@@ -113,14 +133,24 @@ def _view_hint(e, args):
     if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
                                  "or .flatten, not .view")
 
+def _target_hint(e, args):
+    "A crash on the targets' -100 (gather, one_hot, another ignore_index) or on sliced logits: say so"
+    if 'view' in str(e): return _view_hint(e, args)
+    if any(k in str(e) for k in ('-100', 'out of bounds', 'index out of range', 'Class values must be')):
+        return (f"your code fails on the -100 of the targets ({type(e).__name__}: {str(e).splitlines()[0][:60]}): -100 is "
+                "not an id; keep those positions out (F.cross_entropy's ignore_index=-100, or select the positions first)")
+
 @checker(solution='mlm.masked_lm_loss')
 def check_masked_lm_loss(fn):
     "Check `fn(logits, targets)`: the mean cross-entropy over the positions whose target is not -100"
+    run = Runs(fn, on_error=_target_hint)
     for i, (b, t, v, dt, empty) in enumerate(((1, 9, 13, torch.float32, None), (3, 11, 29, torch.float64, 1),
                                                 (5, 7, 17, torch.float32, 3))):
         logits, y = rand(b, t, v, seed=i, dtype=dt) * 2, _mlm_targets(b, t, v, seed=i, empty_row=empty)
-        out = call_checked(fn, logits, y)
+        out = run(logits, y)
         ref = F.cross_entropy(logits.reshape(-1, v), y.reshape(-1))
+        expect(torch.is_tensor(out), f"return the loss as a 0-dim tensor, got {type(out).__name__}")
+        expect(out.dim() == 0, f"return one number, the mean (a 0-dim tensor), got shape {tuple(out.shape)}")
         expect_like(out, ref, 'the loss')
         sel = y != -100
         per_tok = F.cross_entropy(logits.reshape(-1, v), y.clamp(min=0).reshape(-1), reduction='none').view(b, t)
@@ -129,7 +159,11 @@ def check_masked_lm_loss(fn):
                   ((per_tok * sel).sum() / (b * t), "divide by the number of selected tokens, not by all b*t positions"),
                   ((per_tok * sel).sum(), "take the mean over the selected tokens, not the sum"),
                   (F.cross_entropy(logits.softmax(-1).reshape(-1, v), y.reshape(-1)), "F.cross_entropy takes raw "
-                   "logits: don't apply a softmax first")]
+                   "logits: don't apply a softmax first"),
+                  (F.nll_loss(logits.reshape(-1, v), y.reshape(-1)), "F.nll_loss takes log-probabilities: apply "
+                   "F.log_softmax first, or use F.cross_entropy on the raw logits"),
+                  (F.cross_entropy(logits.reshape(-1, v), y.reshape(-1), label_smoothing=0.1), "no label smoothing here: "
+                   "the plain cross-entropy at the selected positions")]
         if empty is None and b > 1:
             rows = torch.stack([per_tok[r][sel[r]].mean() for r in range(b)]).mean()
             wrongs.append((rows, "average over all the selected tokens of the batch, not per sequence first"))
@@ -148,7 +182,7 @@ def check_masked_lm_loss(fn):
            "wrong or inf/NaN loss on large logits: use F.cross_entropy (or F.log_softmax), not log(softmax(...))")
     on_device(fn, logits, y)
 
-# %% ../../nbs/40_mlm.ipynb #d58443a6
+# %% ../../nbs/40_mlm.ipynb #c089c0e2
 #| code-fold: true
 # @title check_masked_accuracy
 def _acc_logits(y, v, seed, dtype=torch.float32):
@@ -166,10 +200,12 @@ def check_masked_accuracy(fn):
                                                 (6, 8, 19, torch.bfloat16, None))):
         y = _mlm_targets(b, t, v, seed=10 + i, frac=0.4, empty_row=empty)
         logits = _acc_logits(y, v, seed=i, dtype=dt)
-        out = call_checked(fn, logits, y)
+        out = Runs(fn)(logits, y)
         sel, hit = y != -100, logits.argmax(-1) == y
         ref = (hit[sel]).float().mean()
         expect_shape(out, (), 'the accuracy')
+        expect(not (out.dtype == torch.long), "the accuracy is an integer: divide the counts as floats (.float() before "
+               "the division; // rounds down to 0)")
         expect(out.dtype == torch.float32, f"the accuracy should have dtype torch.float32, whatever the logits' dtype "
                f"({str(dt).replace('torch.', '')} here), got {out.dtype}: a fraction of counts (.float())")
         expect_like(out, ref, 'the accuracy')
@@ -177,7 +213,9 @@ def check_masked_accuracy(fn):
         wrongs = [(hit.float().mean(), "you counted every position: only those whose target is not -100 count"),
                   (hit[sel].float().sum(), "return the fraction of correct predictions, not their number"),
                   ((logits.argmax(1)[:, :t] == y).float().mean() if v >= t else ref + 1,
-                   "take the argmax over the vocabulary, the last dim")]
+                   "take the argmax over the vocabulary, the last dim"),
+                  (ref * 100, "a fraction in [0, 1], not a percentage: don't multiply by 100"),
+                  (1 - ref, "you returned the error rate: the fraction of selected positions guessed RIGHT")]
         if empty is None and b > 1:
             wrongs.append((torch.stack([hit[r][sel[r]].float().mean() for r in range(b)]).mean(),
                            "average over all the selected positions of the batch, not per sequence first"))
@@ -191,10 +229,10 @@ def check_masked_accuracy(fn):
     expect(same(out, ref), "for the logits of the selected positions only, (n, v), with their targets (n,), the accuracy "
            "is wrong: take the argmax over the last dim, whatever the number of dims")
     y = torch.full((2, 5), -100)
-    out = fn(rand(2, 5, 7, seed=3), y)
+    out = run(rand(2, 5, 7, seed=3), y)
     expect(isinstance(out, torch.Tensor) and out.dim() == 0 and float(out) == 0.,
            "with no selected position the accuracy is 0 (a 0-dim tensor), not NaN: guard the division")
-    out = Runs(fn)(rand(0, 4, 7, seed=9), torch.zeros(0, 4, dtype=torch.long))   # an empty batch: nothing to score
+    out = run(rand(0, 4, 7, seed=9), torch.zeros(0, 4, dtype=torch.long))   # an empty batch: nothing to score
     expect(isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.numel() == 1 and float(out) == 0.,
            f"for an empty batch the accuracy should be a float32 tensor equal to 0 (nothing to score), got "
            f"{out.dtype if isinstance(out, torch.Tensor) else type(out).__name__} {out.tolist() if isinstance(out, torch.Tensor) else out}")
