@@ -9,7 +9,7 @@ __all__ = ['mask_tokens', 'masked_lm_loss', 'masked_accuracy', 'MaskedLMTransfor
 import torch, torch.nn as nn, torch.nn.functional as F
 from .models import Trunk, HasTrunk, init_weights
 
-# %% ../nbs/40_mlm.ipynb #881001fa
+# %% ../nbs/40_mlm.ipynb #c8fa879a
 # @title Solution: mask_tokens
 def mask_tokens(x,               # (b, t) long token ids, left unchanged
                 mask_idx,        # id of the mask token
@@ -30,7 +30,7 @@ def mask_tokens(x,               # (b, t) long token ids, left unchanged
     inputs = torch.where(sel & (r >= 0.8) & (r < 0.9), rnd.to(x.dtype), inputs)  # 10%: a random id; 10%: unchanged
     return inputs, torch.where(sel, x, torch.full_like(x, -100))
 
-# %% ../nbs/40_mlm.ipynb #6995af6d
+# %% ../nbs/40_mlm.ipynb #e773db7a
 # @title Solution: masked_lm_loss
 def masked_lm_loss(logits,    # (b, t, v)
                    targets,   # (b, t) original ids at the selected positions, -100 elsewhere
@@ -38,7 +38,7 @@ def masked_lm_loss(logits,    # (b, t, v)
     "Mean cross-entropy over the positions whose target is not -100"
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), ignore_index=-100)
 
-# %% ../nbs/40_mlm.ipynb #903f0392
+# %% ../nbs/40_mlm.ipynb #4e79929a
 # @title Solution: masked_accuracy
 def masked_accuracy(logits,    # (b, t, v), or (n, v) at the selected positions only
                     targets,   # (b, t) with -100 at positions not to score, or (n,)
@@ -49,7 +49,7 @@ def masked_accuracy(logits,    # (b, t, v), or (n, v) at the selected positions 
     correct = ((logits.argmax(-1) == targets) & sel).sum()
     return correct.float() / n.clamp(min=1).float()
 
-# %% ../nbs/40_mlm.ipynb #ff0240cc
+# %% ../nbs/40_mlm.ipynb #05d83752
 class MaskedLMTransformer(HasTrunk, nn.Module):
     "Non-causal transformer encoder with a masked-LM head: (b, t) token ids -> (b, t, n_tokens) logits"
     def __init__(self, config):   # a `ModelConfig`; BERT's choices: `pad_idx=1` (fastai's xxpad) and `tied=True`
