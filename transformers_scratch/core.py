@@ -77,6 +77,13 @@ def _raised_in(e, codes):
         tb = tb.tb_next
     return False
 
+def _signature_error(e, fn, codes):
+    "Is `e` a TypeError from calling the answer `fn` with arguments its signature does not take (or `fn` not callable)?"
+    if not isinstance(e, TypeError): return False
+    msg = str(e)
+    return (f"'{type(fn).__name__}' object is not callable" in msg or
+            any(f"{getattr(c, 'co_qualname', c.co_name)}()" in msg for c in codes))
+
 def _resolve(solution):
     "The library's version of an exercise: `solution` itself, or the object `'module.name'` names in the package"
     if solution is None or not isinstance(solution, str): return solution
@@ -96,11 +103,15 @@ def checker(f=None, solution=None):
         except CheckError as e: verdict, hint = 'failed', str(e)
         except Exception as e:
             codes = _codes(fn)
-            if codes and not _raised_in(e, codes):               # the check's own code crashed: the course's bug
+            if _signature_error(e, fn, codes):                      # the answer's own signature
+                verdict, hint = 'failed', (f"your answer cannot be called the way the exercise calls it ({' '.join(str(e).split())[:150]}): "
+                                           "keep the stub's name, arguments and kind (a function or a class)")
+            elif codes and not _raised_in(e, codes):               # the check's own code crashed: the course's bug
                 if _mode() == 'raise': raise                      # the tests see it with its traceback
                 verdict, hint = 'failed', (f"the check could not read what your code returned ({type(e).__name__}: "
                                            f"{' '.join(str(e).split())[:120]}): compare it with what the docstring asks for")
             else: verdict, hint = 'failed', f"your code raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        hint = ' '.join(str(hint).split()) if hint else hint   # one line, whatever a message held
         lib = _resolve(solution)
         if fn is not lib or verdict != 'passed': _status[name] = verdict   # the library's own version counts for nobody
         if verdict == 'passed':
@@ -203,14 +214,34 @@ def describe(args, kwargs=None):
         if isinstance(a, torch.Tensor): return f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
         if isinstance(a, torch.nn.Module):   # one line: the sizes that matter, not the whole repr
             return f"{type(a).__name__}({', '.join(f'{k}={getattr(a, k)}' for k in ('emb', 'heads', 'wide') if hasattr(a, k))})"
-        return repr(a)
+        if isinstance(a, torch.optim.Optimizer): return f"{type(a).__name__}(lr={a.param_groups[0].get('lr')})"
+        if callable(a) and hasattr(a, '__name__'): return a.__name__
+        r = ' '.join(repr(a).split())
+        return r if len(r) <= 60 else r[:57] + '...'
     return ', '.join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in (kwargs or {}).items()])
 
-# %% ../nbs/00_core.ipynb #391b5635
+# %% ../nbs/00_core.ipynb #2809248d
+def _what_differs(ok, bad):
+    "What differs between the arguments `ok` a learner's code ran on and `bad` it crashed on, as a hint"
+    ts = [(a, b) for a, b in zip(ok, bad) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)]
+    for a, b in ts:
+        if a.dim() != b.dim(): return (f"this input has {b.dim()} dims where the other had {a.dim()}: count dims from the end "
+                                       "(dim=-1, x.size(-1), x.transpose(-2, -1)) and don't unpack a fixed number of sizes")
+    for a, b in ts:
+        if a.dtype != b.dtype: return f"this input is {str(b.dtype).replace('torch.', '')}: make new tensors with dtype=x.dtype, not float32"
+    for a, b in ts:
+        if a.shape != b.shape: return "only the sizes differ: a size hard-coded instead of taken from the inputs (x.size(-1), x.shape)?"
+    sa, sb = [a for a in ok if not isinstance(a, torch.Tensor)], [b for b in bad if not isinstance(b, torch.Tensor)]
+    try: differ = sa != sb
+    except Exception: differ = True
+    if differ: return f"only the other arguments differ ({describe(sb)}): is one of them ignored or assumed?"
+    return "what differs between the two?"
+
+# %% ../nbs/00_core.ipynb #f65136f3
 class Runs:
     "Call a learner's `fn` on one fixture after another: inputs must stay unchanged, a crash names the input it hit"
     def __init__(self, fn, on_error=None):  # `on_error(exception, args)`: a specific hint for a crash, or None
-        self.fn, self.on_error, self.ok, self.shaped = fn, on_error, [], []
+        self.fn, self.on_error, self.ok, self.shaped, self.ok_args = fn, on_error, [], [], []
     def __call__(self, *args, **kwargs):
         d = describe(args, kwargs)
         try: out = call_checked(self.fn, *args, **kwargs)
@@ -219,11 +250,11 @@ class Runs:
             hint = self.on_error(e, args) if self.on_error else None
             if hint: raise CheckError(hint) from None
             msg = f"your code raised {type(e).__name__} on ({d}): {str(e).splitlines()[0][:150]}"
-            if self.ok: msg += f" — it ran on ({self.ok[0]}): a hard-coded size, number of dims or dtype?"
+            if self.ok: msg += f" — it ran on ({self.ok[0]}): {_what_differs(self.ok_args[0], args)}"
             if isinstance(e, IndexError): msg += " (a loop or an index over a fixed range? take sizes from the inputs)"
             elif 'invalid for input of size' in str(e): msg += " (a view or reshape to a hard-coded size? take sizes from the inputs)"
             raise CheckError(msg) from None
-        self.ok.append(d)
+        self.ok.append(d); self.ok_args.append(args)
         return out
     def like(self, out, ref, what='the output'):
         "`expect_like(out, ref)`, saying which mistake a wrong shape or dtype looks like"
@@ -241,7 +272,7 @@ class Runs:
         expect_like(out, ref, what)
         self.shaped.append(want)
 
-# %% ../nbs/00_core.ipynb #04faeca3
+# %% ../nbs/00_core.ipynb #e9fa0cb9
 def other_device():
     "A device other than the CPU to run a check on: the GPU if there is one, else `meta` (shapes and dtypes, no data)"
     return 'cuda' if torch.cuda.is_available() else 'meta'
@@ -288,19 +319,19 @@ def on_device(fn, *args, **kwargs):
     expect(all(o.device.type == torch.device(dev).type for o in outs if isinstance(o, torch.Tensor)), hint)
     return out
 
-# %% ../nbs/00_core.ipynb #750d5be4
+# %% ../nbs/00_core.ipynb #f08cb05c
 def strided(x):
     "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a longer one, as `logits[:, :-1]` is"
     return torch.cat([x, x[:, :1]], 1)[:, :x.size(1)]
 
-# %% ../nbs/00_core.ipynb #1e90cb09
+# %% ../nbs/00_core.ipynb #e918bd86
 def expect_grad(out, what='the loss'):
     "Check that tensor `out` carries a gradient back to its inputs"
     expect(isinstance(out, torch.Tensor) and out.grad_fn is not None,
            f"{what} carries no gradient back to the logits: compute it with tensor ops only (no .item(), .detach(), "
            "torch.tensor(...), numpy or torch.no_grad())")
 
-# %% ../nbs/00_core.ipynb #c1c24e79
+# %% ../nbs/00_core.ipynb #89b513e7
 def expect_mode_kept(fn, model, *args, **kwargs):
     "Run `fn(model, ...)` from train mode, then from eval mode: `model` must be left as found; returns the last result"
     was = model.training
@@ -314,7 +345,7 @@ def expect_mode_kept(fn, model, *args, **kwargs):
     finally: model.train(was)
     return out
 
-# %% ../nbs/00_core.ipynb #ba8ec072
+# %% ../nbs/00_core.ipynb #17f5ef83
 def expect_within(out, low, high, what='the values'):
     "Check that every value of tensor `out` lies in [`low`, `high`)"
     expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
