@@ -212,3 +212,31 @@ def test_cli_generate_pretrained_refusals(tmp_path, good, capsys, monkeypatch):
         code, out, err = tfs(capsys, 'generate', '--pretrained', *args, '--n', '3')
         one_line(code, err, rf"^tfs generate: error: {pattern}")
         assert out == ''
+
+# --- lesson 28's SmolLM2 cell, `llama_tour`, on tiny random folders standing in for the hub ---------------------------
+from transformers_scratch.llama import llama_tour
+
+def test_llama_tour(cli_folder, capsys):
+    "The online cell's code path: our logits against `transformers`' model, `generate`, the KV cache with kv_heads vs one per query head"
+    hf, bpe, folder = cli_folder
+    res = llama_tour(folder, 'the cat', n=6, device='cpu', seq_len=30)
+    out = capsys.readouterr().out.splitlines()
+    c = hf.config
+    assert res['logit_diff'] < 1e-4 and res['same_greedy'] is True, res
+    ids = torch.tensor([[CHARS.index(ch) + 1 for ch in 'the cat']])
+    assert res['greedy'] == bpe.decode(hf.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=0)[0].tolist())
+    assert res['sampled'].startswith('the cat') and res['parameters'] == sum(p.numel() for p in hf.parameters())
+    s = c.hidden_size // c.num_attention_heads                                          # 2 (k, v) · depth · 1 row · 30 positions · s · 4 bytes
+    assert res['kv_bytes'] == 2 * c.num_hidden_layers * c.num_key_value_heads * 30 * s * 4
+    assert res['kv_bytes_mha'] == res['kv_bytes'] * c.num_attention_heads // c.num_key_value_heads
+    assert len(out) == 5 and out[3].startswith("transformers' ") and 'largest logit difference' in out[3], out
+    assert out[4].startswith('KV cache for 30 positions (float32): ') and 'KiB with 2 key/value heads' in out[4], out
+
+def test_llama_tour_without_transformers(cli_folder, capsys, monkeypatch):
+    "Without `transformers` the comparison is one line saying so; the rest runs"
+    _, _, folder = cli_folder
+    monkeypatch.setitem(sys.modules, 'transformers', None)
+    res = llama_tour(folder, 'the cat', n=3, device='cpu', seq_len=20)
+    out = capsys.readouterr().out
+    assert res['logit_diff'] is None and res['same_greedy'] is None and res['kv_bytes'] > 0
+    assert sum(l.startswith('skipped: the comparison') for l in out.splitlines()) == 1, out

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['LLAMA_NAMES', 'LLAMA_KEYS', 'LLAMA_TYPES', 'LLAMA_BLOCK', 'PRETRAINED_NAMES', 'config_from_llama', 'llama_name',
            'convert_llama', 'load_pretrained', 'llama_tokenizer', 'pretrained_type', 'pretrained_pair',
-           'run_pretrained_generate']
+           'run_pretrained_generate', 'llama_tour']
 
 # %% ../nbs/28_llama.ipynb #64b13aa2
 import os
@@ -16,6 +16,8 @@ from .config import config_from_dict, model_bytes
 from .models import GenerationTransformer
 from .gpt2 import (PretrainedError, GPT2_NAMES, MAX_TOKENIZER, BPECodec, hub_name, pretrained_files, read_config_json,
                                        read_weights, gpt2_codec, validate_tokenizer, gpt2_pair, generate_pretrained, _hub_file, _read_file, _listed)
+from .generate import KVCache, generate
+from .runtime import default_device
 
 # %% ../nbs/28_llama.ipynb #8a5614e5
 LLAMA_NAMES = ('HuggingFaceTB/SmolLM2-135M', 'HuggingFaceTB/SmolLM2-360M', 'Qwen/Qwen2.5-0.5B')   # hub names to try
@@ -145,3 +147,51 @@ def pretrained_pair(source,        # a hub name or a folder: GPT-2 or a Llama-fa
 def run_pretrained_generate(source, prompt=None, n=None, temperature=1.0, top_k=None, top_p=None, seed=0, greedy=False):
     "Load GPT-2 or a Llama-family model from `source`, print a continuation of `prompt`, return what was measured (`tfs generate --pretrained`)"
     return generate_pretrained(pretrained_pair, source, prompt, n, temperature, top_k, top_p, seed, greedy)
+
+# %% ../nbs/28_llama.ipynb #7de19bc9
+def _kv_bytes(kv):
+    "Bytes a filled `KVCache` holds (its keys and values, all the positions it preallocated)"
+    return sum(t.numel() * t.element_size() for l in kv.layers for t in (l.k, l.v) if t is not None)
+
+def _mib(n): return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 2**10:,.1f} KiB"
+
+def llama_tour(source=LLAMA_NAMES[0],   # a hub name or a folder from `save_pretrained`: SmolLM2-135M by default
+               prompt="Gravity is the force that",
+               n=30,                    # new tokens to generate
+               device=None,             # default: the GPU if there is one (`default_device`)
+               seq_len=2048,            # positions the model (and its KV cache) allows, at most config.json's
+               compare=True,            # compare with `transformers`' own model (skipped in one line without `transformers`)
+              ):
+    "Load `source` into our decoder, compare its logits with `transformers`', generate with `generate`, measure the KV cache; prints, returns the measurements"
+    device = device or default_device()
+    full = config_from_llama(read_config_json(pretrained_files(source, LLAMA_NAMES)[0])).seq_len
+    model = load_pretrained(source, device, seq_len=min(seq_len, full))
+    tok = validate_tokenizer(llama_tokenizer(source), model.config.n_tokens, source)
+    c, res = model.config, {'model': str(source), 'parameters': sum(p.numel() for p in model.parameters())}
+    ids = torch.tensor(tok.encode(prompt), device=device)
+    print(f"{source}: {res['parameters']:,} parameters, {c.depth} blocks, {c.heads} query heads sharing {c.kv_heads} key/value heads, on {device}")
+    with torch.no_grad(): ours = model(ids[None])
+    greedy = generate(model, ids, n, greedy=True)
+    res['greedy'] = tok.decode(greedy.tolist())
+    res['sampled'] = tok.decode(generate(model, ids, n, temperature=0.8, top_p=0.95, seed=0).tolist())
+    print(f"greedy:  {res['greedy']!r}\nsampled: {res['sampled']!r} (temperature 0.8, top-p 0.95)")
+    res['logit_diff'] = res['same_greedy'] = None
+    try: from transformers import AutoModelForCausalLM
+    except Exception as e: AutoModelForCausalLM, why = None, e
+    if compare and AutoModelForCausalLM is None:
+        print(f"skipped: the comparison with transformers' own model needs `transformers` ({type(why).__name__}: pip install transformers)")
+    elif compare:
+        hf = AutoModelForCausalLM.from_pretrained(source).float().eval().to(device)   # the checkpoint's bf16 as fp32, as ours
+        with torch.no_grad(): theirs = hf(ids[None]).logits
+        res['logit_diff'] = (ours - theirs).abs().max().item()
+        ref = hf.generate(ids[None], max_new_tokens=n, do_sample=False, pad_token_id=tok.eos_id)[0]
+        res['same_greedy'] = torch.equal(greedy, ref)
+        print(f"transformers' {type(hf).__name__}: largest logit difference {res['logit_diff']:.1e} (logits up to "
+              f"{theirs.abs().max().item():.0f}); greedy tokens {'the same' if res['same_greedy'] else 'different'}")
+    kv = KVCache(model)
+    with torch.no_grad(): model(ids[None], cache=kv)
+    res['kv_bytes'] = _kv_bytes(kv)
+    res['kv_bytes_mha'] = res['kv_bytes'] // c.kv_heads * c.heads          # one key/value head per query head
+    print(f"KV cache for {model.seq_len:,} positions ({str(kv[0].k.dtype).removeprefix('torch.')}): {_mib(res['kv_bytes'])} with "
+          f"{c.kv_heads} key/value heads, {_mib(res['kv_bytes_mha'])} with {c.heads}, one per query head (multi-head attention)")
+    return res
