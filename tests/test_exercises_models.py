@@ -99,3 +99,72 @@ def test_check_trunk_forward():
         (squeezed, 'batch dim of a batch of one is gone'),
         (switches_mode, 'eval mode'),
     ])
+
+
+# --- issue 31: mistakes that only show in training mode, dropout drawn the wrong number of times -------------------
+import torch.nn.functional as F
+from transformers_scratch.checks.models import _train_case
+from transformers_scratch.core import seeded
+
+def _body(t, x, drop):
+    "The trunk's forward with the embeddings' dropout `drop(h)`"
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1), device=x.device)[None] if m is None else positions_from_pad(m)
+    h = drop(t.token_emb(x) + t.pos_emb(p))
+    for blk in t.blocks: h = blk(h, m)
+    return t.norm(h)
+def dropout_twice(t, x): return _body(t, x, lambda h: t.do(t.do(h)))
+def own_dropout(t, x): return _body(t, x, lambda h: t.do(F.dropout(h, 0.1)))              # F.dropout is on in eval mode too
+def own_dropout_p(t, x): return _body(t, x, lambda h: F.dropout(h, t.do.p, t.training))   # right in spirit, not trunk.do
+def eval_inside(t, x):                                    # "no randomness, please": eval inside, the mode given back
+    was = t.training
+    t.eval()
+    try: return trunk_forward(t, x)
+    finally: t.train(was)
+def dropout_if_eval(t, x): return _body(t, x, lambda h: h if t.training else t.do(h))   # the test inverted
+def extra_dropout_out(t, x): return t.do(trunk_forward(t, x)) if t.training else trunk_forward(t, x)   # eval-clean, train-wrong
+def leaves_eval(t, x): t.eval(); return trunk_forward(t, x)
+
+def test_check_trunk_forward_training_mode():
+    assert_check(check_trunk_forward, trunk_forward, [
+        (dropout_twice, 'trunk.do twice'),
+        (own_dropout, 'changes from call to call'),
+        (own_dropout_p, r'trunk.do\(h\)'),
+        (eval_inside, 'eval-mode one: dropout never ran'),
+        (dropout_if_eval, r'forgot trunk.do|dropout'),
+        (extra_dropout_out, r'drawn again on the output'),
+        (leaves_eval, "it was in training mode and your code switched it to eval"),
+    ])
+
+def test_train_case_draws_dropout():
+    "The train-mode fixture's output depends on the draws (dropout is on), and seeded repeats them"
+    trunk, x = _train_case()
+    with torch.no_grad():
+        a, b, c = (seeded(trunk_forward, trunk, x, seed=s) for s in (5, 5, 6))
+    assert torch.equal(a, b) and not torch.allclose(a, c)
+
+# valid answers in other styles
+def with_cumsum_and_index(t, x):                          # positions by cumsum, blocks by index, the mask by hand
+    m = None if t.pad_idx is None else x.ne(t.pad_idx)
+    p = torch.arange(x.size(1), device=x.device).expand_as(x) if m is None else (m.long().cumsum(-1) - 1).clamp(min=0)
+    h = t.do(t.pos_emb(p) + t.token_emb(x))
+    for i in range(len(t.blocks)): h = t.blocks[i](h, m)
+    return t.norm(h)
+def with_reduce(t, x):                                    # functools.reduce over the blocks
+    import functools
+    m = t.pad_mask(x)
+    p = positions_from_pad(m) if m is not None else torch.arange(x.shape[1], device=x.device).unsqueeze(0)
+    return t.norm(functools.reduce(lambda h, blk: blk(h, m), t.blocks, t.do(t.token_emb(x) + t.pos_emb(p))))
+def with_first_index(t, x):                               # positions as j minus each row's first real index
+    m = t.pad_mask(x)
+    j = torch.arange(x.size(1), device=x.device)
+    p = j[None] if m is None else (j - m.long().argmax(1, keepdim=True)).clamp(min=0)
+    h = t.token_emb(x)
+    h = h + t.pos_emb(p)
+    h = t.do(h)
+    for blk in t.blocks: h = blk(h, m)
+    return t.norm(h)
+
+def test_valid_styles_pass():
+    for fn in (with_cumsum_and_index, with_reduce, with_first_index):
+        assert_check(check_trunk_forward, fn)

@@ -12,7 +12,7 @@ from ..positions import positions_from_pad   # noqa: F401 (as above)
 from ..models import *
 from ..config import ModelConfig   # noqa: F401 (as above)
 
-# %% ../../nbs/06_models.ipynb #d7322cd9
+# %% ../../nbs/06_models.ipynb #928f7290
 #| code-fold: true
 # @title check_trunk_forward
 class _Scale(nn.Module):
@@ -55,7 +55,8 @@ def _trunk_run(trunk, x, pos='pad', mask='pad', do='sum', norm='end', blocks='al
     else: p = real.long().cumsum(1) if pos == 'from1' else positions_from_pad(real)
     tok = trunk.token_emb(x) * scale
     where = 0. if pos == 'none' else trunk.pos_emb(p)
-    h = trunk.do(tok + where) if do == 'sum' else trunk.do(tok) + where if do == 'tok' else tok + where
+    h = (trunk.do(tok + where) if do in ('sum', 'both') else trunk.do(tok) + where if do == 'tok' else
+         trunk.do(trunk.do(tok + where)) if do == 'twice' else tok + where)
     m = None if real is None or mask == 'none' else ~real if mask == 'inverted' else real
     order = dict(all=list(trunk.blocks), first=[trunk.blocks[0]], last=[trunk.blocks[-1]],
                  repeat=[trunk.blocks[0]] * len(trunk.blocks), reversed=list(trunk.blocks)[::-1])[blocks]
@@ -64,7 +65,11 @@ def _trunk_run(trunk, x, pos='pad', mask='pad', do='sum', norm='end', blocks='al
         h = blk(h, m)
         if norm == 'each': h = trunk.norm(h)
     if norm == 'end': h = trunk.norm(h)
-    return trunk.do(h) if do == 'end' else h
+    return trunk.do(h) if do in ('end', 'both') else h
+
+def _real(h, trunk, x):
+    "`h` with the pads' vectors zeroed: nothing reads them (the pad mask hides them), so any position of a pad is right"
+    return h if trunk.pad_idx is None else h.masked_fill((x == trunk.pad_idx)[..., None], 0.)
 
 def _trunk_wrongs(trunk, x):
     "`(output, hint)` of the typical mistakes of the trunk's forward on `x`"
@@ -80,6 +85,7 @@ def _trunk_wrongs(trunk, x):
         (run(do='none'), "you forgot trunk.do, the dropout on the embeddings: apply it to token + position embeddings"),
         (run(do='tok'), "trunk.do goes on the sum of the token and position embeddings, not on the token embeddings alone"),
         (run(do='end'), "trunk.do goes on the embeddings, before the blocks, not on the output"),
+        (run(do='twice'), "you applied trunk.do twice: once, on the sum of the token and position embeddings"),
         (run(norm='none'), "you forgot the final norm: trunk.norm after the last block"),
         (run(norm='each'), "trunk.norm comes once, after the last block, not after every block"),
         (run(norm='start'), "trunk.norm comes after the blocks, not before them"),
@@ -90,14 +96,46 @@ def _trunk_wrongs(trunk, x):
         (run(scale=math.sqrt(e)), "don't scale the token embeddings by √e: the trunk adds them to the positions as they are")]
     if trunk.pad_idx is not None and trunk.pad_idx != 1:
         wrongs.append((run(pad_id=1), f"the pad id is trunk.pad_idx ({trunk.pad_idx} here), not 1: use trunk.pad_mask(x)"))
-    return wrongs
+    return [(_real(w, trunk, x), hint) for w, hint in wrongs]
 
 def _trunk_error(e, args):
     "A hint for a crash of the trunk's forward on `args`"
     trunk = args[0]
+    if "'_Scale' object has no attribute" in str(e):
+        return ("call the trunk's dropout module itself, trunk.do(h): the check swaps it for a stand-in (a fixed scaling, "
+                "so that where it sits shows), which has no dropout rate to read")
     if trunk.pad_idx is None and 'NoneType' in str(e):
         return ("trunk.pad_idx is None here (a model without padding): trunk.pad_mask(x) is then None, the blocks get "
                 "no mask and the positions are simply 0..t-1")
+
+def _train_case():
+    "A trunk in training mode with its real dropout (the embeddings' trunk.do and the blocks'), pads at the front and the end"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        trunk = Trunk(ModelConfig(emb=12, heads=3, depth=2, seq_len=10, n_tokens=30, pad_idx=1, dropout=0.3)).train()
+    x = randint(2, 30, (3, 8), seed=21)
+    x[0, :2], x[2, 6:] = 1, 1
+    return trunk, x
+
+def _check_train_mode(run, trunk, x):
+    "In training mode, under the same random draws as the reference: where and how often dropout is drawn shows"
+    out = seeded(run, trunk, x, seed=5)
+    expect(trunk.training, "leave the trunk's mode alone: it was in training mode and your code switched it to eval")
+    ref = seeded(_trunk_run, trunk, x, seed=5)
+    run.like(out, ref, 'the output in training mode')
+    out, ref = _real(out, trunk, x), _real(ref, trunk, x)
+    if same(out, ref): return
+    ev = copy.deepcopy(trunk).eval()
+    expect(not same(out, _real(_trunk_run(ev, x), trunk, x)), "in training mode your output is the eval-mode one: dropout never ran — don't "
+           "switch the trunk to eval (or call trunk.do only when not training): trunk.do and the blocks follow trunk.training")
+    diagnose(out, ref, [(_real(seeded(_trunk_run, trunk, x, seed=5, **kw), trunk, x), hint) for kw, hint in (
+        (dict(do='none'), "in training mode your output has no dropout on the embeddings: apply trunk.do to token + position embeddings"),
+        (dict(do='twice'), "in training mode dropout is drawn twice on the embeddings: apply trunk.do once"),
+        (dict(do='tok'), "in training mode trunk.do must drop the sum of the token and position embeddings, not the tokens alone"),
+        (dict(do='end'), "in training mode trunk.do goes on the embeddings, before the blocks, not on the output"),
+        (dict(do='both'), "in training mode dropout is drawn again on the output: trunk.do goes on the embeddings only"))],
+        "right in eval mode, wrong in training mode: the dropout must be trunk.do, once, on token + position embeddings, "
+        "before the blocks (no F.dropout of your own)")
 
 @checker(solution='models.trunk_forward')
 def check_trunk_forward(fn):
@@ -109,10 +147,16 @@ def check_trunk_forward(fn):
             ref = _trunk_run(trunk, x)
             run.like(out, ref)
             expect(not trunk.training, "leave the trunk's mode alone: it was in eval mode and your code switched it to training")
+            out, ref = _real(out, trunk, x), _real(ref, trunk, x)
+            if not same(out, ref):                         # eval mode: the output must not be random
+                expect(same(seeded(run, trunk, x, seed=1), seeded(run, trunk, x, seed=2)), "in eval mode your output changes "
+                       "from call to call: a dropout that ignores the trunk's mode (F.dropout(h, p) is always on) — use trunk.do")
             if ref.dtype != torch.bfloat16:
                 diagnose(out, ref, _trunk_wrongs(trunk, x), "the values are wrong: token embeddings plus positions, trunk.do, "
                          "every block with the pad mask, then trunk.norm")
-            else: expect(same(out, _trunk_run(copy.deepcopy(trunk).double(), x), atol=0.05, rtol=0.05),
+            else: expect(same(out, _real(_trunk_run(copy.deepcopy(trunk).double(), x), trunk, x), atol=0.05, rtol=0.05),
                          "wrong values for a bfloat16 trunk")
+        trunk, x = _train_case()
+        _check_train_mode(run, trunk, x)
         trunk, x = _trunk_cases()[1]
         on_device(fn, trunk, x)
