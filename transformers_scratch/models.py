@@ -6,14 +6,14 @@
 __all__ = ['validate_tokens', 'ScaledEmbedding', 'init_weights', 'Trunk', 'HasTrunk', 'trunk_forward', 'masked_mean',
            'ClassificationTransformer', 'GenerationTransformer', 'attention_maps']
 
-# %% ../nbs/06_models.ipynb #0f405170
+# %% ../nbs/06_models.ipynb #2b6900ba
 import inspect, torch, torch.nn as nn
 from .runtime import evaluating
 from .block import TransformerBlock, make_norm
 from .positions import PositionEmbedding, positions_from_pad
 from .masks import neg_fill
 
-# %% ../nbs/06_models.ipynb #0ffde6d0
+# %% ../nbs/06_models.ipynb #c85fa535
 def validate_tokens(x,          # a (b, t) batch of token ids
                     seq_len,    # the model's length
                     offset=0,   # tokens the model holds already (a cache): x continues them
@@ -29,7 +29,7 @@ def validate_tokens(x,          # a (b, t) batch of token ids
         raise ValueError(f"{name}: sequence length {offset + x.size(1)} is longer than the model's seq_len={seq_len}; "
                          f"crop the input or build the model with a larger seq_len")
 
-# %% ../nbs/06_models.ipynb #f6392016
+# %% ../nbs/06_models.ipynb #7f2d3fbb
 class ScaledEmbedding(nn.Embedding):
     "Token embeddings multiplied by √e on the way in (`emb_scale=True`); `init_weights` draws them N(0, 1/e), so the blocks read vectors of size about 1 while a tied head reads the small weights"
     def forward(self, x): return super().forward(x) * self.embedding_dim ** 0.5
@@ -86,7 +86,7 @@ class HasTrunk:
     blocks = property(lambda self: self.trunk.blocks)
     norm = property(lambda self: self.trunk.norm)
 
-# %% ../nbs/06_models.ipynb #2736cf05
+# %% ../nbs/06_models.ipynb #6c21e803
 # @title Solution: trunk_forward
 def trunk_forward(trunk, x):
     "(b, t) token ids -> (b, t, e): embeddings plus positions, dropout, the blocks with the pad mask, the final norm"
@@ -97,7 +97,7 @@ def trunk_forward(trunk, x):
     for blk in trunk.blocks: h = blk(h, pad_mask)
     return trunk.norm(h)
 
-# %% ../nbs/06_models.ipynb #43d4d10f
+# %% ../nbs/06_models.ipynb #9f757670
 def masked_mean(h,          # (b, t, e)
                 pad_mask,   # (b, t) bool, True at real tokens
                ):
@@ -105,7 +105,7 @@ def masked_mean(h,          # (b, t, e)
     m = pad_mask[..., None]                                                             # (b, t, 1)
     return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
-# %% ../nbs/06_models.ipynb #739fe0c7
+# %% ../nbs/06_models.ipynb #8ff2fdd0
 class ClassificationTransformer(HasTrunk, nn.Module):
     "Transformer encoder that pools its outputs into class logits (b, n_classes); pads never change the logits"
     def __init__(self, config,    # a `ModelConfig` with `n_classes`, `pool` ('mean' or 'max' over the real tokens) and `pad_idx` (1 for fastai's `xxpad`)
@@ -149,7 +149,7 @@ class ClassificationTransformer(HasTrunk, nn.Module):
         self.trunk.load_state_dict(mlm.trunk.state_dict())
         return self
 
-# %% ../nbs/06_models.ipynb #c3332e8e
+# %% ../nbs/06_models.ipynb #4c8d481d
 class GenerationTransformer(HasTrunk, nn.Module):
     "Causal transformer decoder: (b, t) token ids -> (b, t, n_tokens) next-token logits"
     def __init__(self, config,    # a `ModelConfig`; `tied`: the head is the token embedding (one shared weight, no bias), as in GPT-2; `bias=False`: no bias
@@ -170,7 +170,7 @@ class GenerationTransformer(HasTrunk, nn.Module):
         h = self.trunk(x, cache)                                                            # (b, t, e)
         return self.toprobs(h[:, -1:] if last else h)
 
-# %% ../nbs/06_models.ipynb #53ed02b4
+# %% ../nbs/06_models.ipynb #54b68a7b
 @torch.no_grad()
 def attention_maps(model,       # any model made of attention modules with a `weights` method
                    *args, **kwargs,   # the model's inputs
