@@ -133,7 +133,7 @@ def test_check_block():
     assert_check(check_block, Block, [
         (stub, 'not solved'), (blk_post, 'post-norm order'), (blk_no_res, 'residuals are missing'),
         (blk_no_ff_res, "MLP's residual"), (blk_normed_res, 'carry x itself'), (blk_swapped, 'swapped'),
-        (blk_end_norm, 'no norm at the end'), (blk_no_do, 'blk.do'), (blk_gelu, "ff should be"),
+        (blk_end_norm, 'no norm at the end'), (blk_no_do, 'blk.do'), (blk_gelu, "ReLU here"),
         (blk_own_attention, 'attention should be'), (blk_mult2, 'shape'), (blk_no_do_attr, 'self.do')])
 
 
@@ -282,3 +282,346 @@ def test_check_generate():
         (gen_new_only, 'not the new ids alone'), (gen_train_mode, 'eval mode'), (gen_grad, 'without gradients'),
         (gen_left_eval, 'leave the model in the mode'), (gen_no_generator, 'same seed'), (gen_no_top_k, 'top_k=1'),
         (gen_no_temperature, 'temperature'), (gen_greedy, 'argmax'), (gen_1d, 'batch of ids')])
+
+
+# --- issue 31: answers in other valid styles pass; nanoGPT's and Hugging Face's conventions get the lesson's; training
+# mode (dropout drawn with the same seed), the whole generation window, several temperatures, the device -----------------
+from transformers_scratch.block import feedforward
+
+class _QKV(nn.Module):
+    "The lesson's four layers; `forward` is each style's"
+    def __init__(self, config):
+        super().__init__()
+        e = self.emb = config.emb
+        self.heads, self.dropout = config.heads, config.dropout
+        self.tokeys, self.toqueries, self.tovalues = (nn.Linear(e, e, bias=False) for _ in range(3))
+        self.unifyheads = nn.Linear(e, e)
+    def qkv(self, x):
+        b, t, e = x.size()
+        return [f(x).view(b, t, self.heads, e // self.heads).transpose(1, 2) for f in (self.toqueries, self.tokeys, self.tovalues)]
+    def merge(self, o): return self.unifyheads(o.transpose(1, 2).reshape(o.size(0), o.size(2), -1))
+
+class att_sdpa(_QKV):                                             # valid: PyTorch's fused attention, is_causal
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.))
+class att_einsum(_QKV):                                           # valid: einsum, a torch.where mask from positions
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        i = torch.arange(t, device=x.device)
+        w = torch.einsum('bhis,bhjs->bhij', q, k) / math.sqrt(q.size(-1))
+        w = torch.where(i[None, :] <= i[:, None], w, torch.full_like(w, float('-inf'))).softmax(-1)
+        return self.merge(torch.einsum('bhij,bhjs->bhis', F.dropout(w, self.dropout, self.training), v))
+class att_nano_bias(_QKV):                                        # valid: nanoGPT's `bias` buffer (persistent), attn_dropout
+    def __init__(self, config):
+        super().__init__(config)
+        L = config.seq_len
+        self.register_buffer('bias', torch.tril(torch.ones(L, L)).view(1, 1, L, L))
+        self.attn_dropout = nn.Dropout(config.dropout)
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = self.attn_dropout(F.softmax(att.masked_fill(self.bias[:, :, :t, :t] == 0, float('-inf')), dim=-1))
+        return self.merge(att @ v)
+class att_bool_buffer(_QKV):                                      # valid: a bool mask buffer, persistent=False, additive -inf
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer('future', torch.ones(config.seq_len, config.seq_len, dtype=torch.bool).triu(1), persistent=False)
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        add = torch.zeros(t, t, dtype=x.dtype, device=x.device).masked_fill(self.future[:t, :t], float('-inf'))
+        w = F.dropout((q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)) + add).softmax(-1), self.dropout, self.training)
+        return self.merge(w @ v)
+
+def test_attention_valid_styles():
+    for ok in (att_sdpa, att_einsum, att_nano_bias, att_bool_buffer): assert_check(check_causal_self_attention, ok)
+
+class att_nano_double(att_nano_bias):                             # nanoGPT's attn_dropout and resid_dropout
+    def __init__(self, config):
+        super().__init__(config)
+        self.resid_dropout = nn.Dropout(config.dropout)
+    def merge(self, o): return self.resid_dropout(super().merge(o))
+class att_resid_only(att_sdpa):                                   # dropout on the output only
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return F.dropout(self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=True)), self.dropout, self.training)
+class att_never_drops(att_sdpa):
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+class att_drop_scores(att_einsum):                                # dropout before the softmax
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        w = F.dropout(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), self.dropout, self.training)
+        w = w.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float('-inf')).softmax(-1)
+        return self.merge(w @ v)
+class att_fixed_p(att_sdpa):                                      # p hard-coded to 0.1
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1 if self.training else 0.))
+class att_tril_cpu(att_nano_bias):                                # nanoGPT's mask, made per call on the CPU
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        att = (q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))).masked_fill(torch.tril(torch.ones(t, t)) == 0, float('-inf'))
+        return self.merge(self.attn_dropout(att.softmax(-1)) @ v)
+class att_arange_cpu(att_einsum):                                 # positions without device=
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        i = torch.arange(x.size(1))
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(i[None, :] > i[:, None], float('-inf')).softmax(-1)
+        return self.merge(F.dropout(w, self.dropout, self.training) @ v)
+class att_c_attn(nn.Module):                                      # nanoGPT's one Linear(e, 3e) and c_proj
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn, self.c_proj = nn.Linear(config.emb, 3 * config.emb, bias=False), nn.Linear(config.emb, config.emb)
+    def forward(self, x): return self.c_proj(x)
+class att_n_embd(att_sdpa):
+    def __init__(self, config):
+        super().__init__(config)
+        self.n_embd = config.n_embd
+class att_hf_tuple(att_nano_bias):                                # Hugging Face's (output, weights)
+    def forward(self, x): return super().forward(x), None
+class att_view(att_sdpa):                                         # .view after the transpose: not contiguous
+    def forward(self, x):
+        b, t, e = x.size()
+        q, k, v = self.qkv(x)
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float('-inf'))
+        return self.unifyheads((F.dropout(w.softmax(-1), self.dropout, self.training) @ v).transpose(1, 2).view(b, t, e))
+
+def test_attention_issue31_wrongs():
+    assert_check(check_causal_self_attention, CausalSelfAttention, [
+        (att_nano_double, 'applied twice.*resid_dropout'), (att_resid_only, "attention's output"),
+        (att_never_drops, 'never drops'), (att_drop_scores, 'before the softmax'), (att_fixed_p, r'training mode \(dropout=0.3\)'),
+        (att_tril_cpu, 'device'), (att_arange_cpu, 'device'), (att_c_attn, 'c_attn'), (att_n_embd, 'n_embd.*config.emb'),
+        (att_hf_tuple, 'tuple.*output alone'), (att_view, 'contiguous')])
+
+
+class blk_nano(Block):                                            # valid: nanoGPT's x = x + ... style
+    def forward(self, x):
+        x = x + self.do(self.attention(self.norm1(x)))
+        x = x + self.ff(self.norm2(x))
+        return x
+class blk_feedforward(Block):                                     # valid: lesson 05's feedforward, an SDPA attention
+    def __init__(self, config):
+        super().__init__(config)
+        self.attention, self.ff = att_sdpa(config), feedforward(config.emb, dropout=config.dropout)
+class blk_einsum_att(blk_nano):                                   # valid: an einsum attention with its buffer
+    def __init__(self, config):
+        super().__init__(config)
+        self.attention = att_nano_bias(config)
+
+def test_block_valid_styles():
+    for ok in (blk_nano, blk_feedforward, blk_einsum_att): assert_check(check_block, ok)
+
+class blk_extra_drop(Block):                                      # the MLP's output dropped once more
+    def __init__(self, config):
+        super().__init__(config)
+        self.mlp_drop = nn.Dropout(config.dropout)
+    def forward(self, x):
+        h = x + self.do(self.attention(self.norm1(x)))
+        return h + self.mlp_drop(self.ff(self.norm2(h)))
+class blk_ff_no_drop(Block):                                      # ff without its Dropout
+    def __init__(self, config):
+        super().__init__(config)
+        self.ff = self.ff[:3]
+class blk_out_drop(blk_ff_no_drop):                               # dropout on the residual stream
+    def forward(self, x):
+        h = x + self.do(self.attention(self.norm1(x)))
+        return F.dropout(h + self.ff(self.norm2(h)), self.attention.dropout, self.training)
+class blk_att_twice(Block):
+    def forward(self, x):
+        h = x + self.do(self.do(self.attention(self.norm1(x))))
+        return h + self.ff(self.norm2(h))
+class blk_nano_names(nn.Module):                                  # nanoGPT's names
+    def __init__(self, config):
+        super().__init__()
+        e = config.emb
+        self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(e), CausalSelfAttention(config), nn.LayerNorm(e)
+        self.mlp = feedforward(e, dropout=config.dropout)
+    def forward(self, x): return x
+
+def test_block_issue31_wrongs():
+    assert_check(check_block, Block, [
+        (blk_extra_drop, 'dropped twice'), (blk_ff_no_drop, "MLP's output is not dropped"), (blk_out_drop, "block's output"),
+        (blk_att_twice, "attention's output is dropped twice"), (blk_nano_names, 'ln_1.*norm1|attn.*attention|mlp.*ff')])
+
+
+class gpt_nano_style(GPT):                                        # valid: nanoGPT's forward(idx, targets=None), logits when no targets
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.trunk.do(self.trunk.token_emb(idx) + self.trunk.pos_emb(pos))
+        for block in self.trunk.blocks: x = block(x)
+        logits = self.toprobs(self.trunk.norm(x))
+        return logits if targets is None else (logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+class gpt_pos_buffer(GPT):                                        # valid: positions as a buffer, broadcast by expand; blocks of nano-bias attention
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer('pos', torch.arange(config.seq_len), persistent=False)
+        for blk in self.trunk.blocks: blk.attention = att_nano_bias(config)
+    def forward(self, x):
+        b, t = x.shape
+        h = self.trunk.do(self.trunk.token_emb(x) + self.trunk.pos_emb(self.pos[:t])[None].expand(b, -1, -1))
+        for blk in self.trunk.blocks: h = blk(h)
+        return self.toprobs(self.trunk.norm(h))
+class gpt_sequential(GPT):                                        # valid: the blocks in an nn.Sequential (the same names)
+    def __init__(self, config):
+        super().__init__(config)
+        self.trunk.blocks = nn.Sequential(*self.trunk.blocks)
+    def forward(self, x):
+        tr = self.trunk
+        return self.toprobs(tr.norm(tr.blocks(tr.do(tr.token_emb(x) + tr.pos_emb(torch.arange(x.size(1), device=x.device))))))
+
+def test_gpt_valid_styles():
+    for ok in (gpt_nano_style, gpt_pos_buffer, gpt_sequential): assert_check(check_gpt, ok)
+
+gpt_tuple = _gpt('gpt_tuple', lambda s, x: (GPT.forward(s, x), None))
+gpt_nano_last = _gpt('gpt_nano_last', lambda s, x: GPT.forward(s, x)[:, [-1], :])
+gpt_cpu_pos = _gpt('gpt_cpu_pos', lambda s, x: _trunk(s, s.trunk.do(s.trunk.token_emb(x) + s.trunk.pos_emb(torch.arange(x.size(1))))))
+gpt_no_emb_drop = _gpt('gpt_no_emb_drop', lambda s, x: _trunk(s, s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x))))
+gpt_drop_tok = _gpt('gpt_drop_tok', lambda s, x: _trunk(s, s.trunk.do(s.trunk.token_emb(x)) + s.trunk.pos_emb(_pos(x))))
+gpt_drop_head = _gpt('gpt_drop_head', lambda s, x: (lambda h: s.toprobs(s.trunk.do(s.trunk.norm(h))))(
+    s.trunk.blocks[1](s.trunk.blocks[0](s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x)))) if len(s.trunk.blocks) == 2 else
+    (lambda h: [h := b(h) for b in s.trunk.blocks][-1])(s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x)))))
+gpt_log_softmax = _gpt('gpt_log_softmax', lambda s, x: GPT.forward(s, x).log_softmax(-1))
+class gpt_tied(GPT):
+    def __init__(self, config):
+        super().__init__(config)
+        self.toprobs.weight = self.trunk.token_emb.weight
+class gpt_head_no_bias(GPT):
+    def __init__(self, config):
+        super().__init__(config)
+        self.toprobs = nn.Linear(config.emb, config.n_tokens, bias=False)
+class gpt_nano_names(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config, e = config, config.emb
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(config.n_tokens, e), wpe=nn.Embedding(config.seq_len, e),
+                                              ln_f=nn.LayerNorm(e)))
+        self.lm_head = nn.Linear(e, config.n_tokens, bias=False)
+    def forward(self, x): return self.lm_head(self.transformer.wte(x))
+class gpt_block_size(GPT):
+    def __init__(self, config):
+        super().__init__(config)
+        self.block_size = config.block_size
+
+def test_gpt_issue31_wrongs():
+    assert_check(check_gpt, GPT, [
+        (gpt_tuple, r"nanoGPT's forward\(idx, targets\) returns \(logits, loss\)"), (gpt_nano_last, 'inference shortcut'),
+        (gpt_cpu_pos, 'device'), (gpt_no_emb_drop, 'embeddings are not dropped'), (gpt_drop_tok, 'token embeddings alone'),
+        (gpt_drop_head, 'after the final norm'), (gpt_log_softmax, 'log-probabilities'), (gpt_tied, 'share one weight'),
+        (gpt_head_no_bias, 'toprobs has a bias'), (gpt_nano_names, 'wte|lm_head'), (gpt_block_size, 'block_size.*seq_len')])
+
+
+def sn_gumbel(logits, temperature=1.0, top_k=None, generator=None):    # valid: the Gumbel-max trick
+    z = _topk(logits / temperature, top_k)
+    u = torch.rand(z.shape, generator=generator, device=z.device)
+    return (z - torch.log(-torch.log(u))).argmax(-1)
+def sn_inverse_cdf(logits, temperature=1.0, top_k=None, generator=None):   # valid: inverse CDF, searchsorted
+    p = F.softmax(_topk(logits / temperature, top_k), -1)
+    u = torch.rand(p.shape[:-1] + (1,), generator=generator, device=p.device)
+    return torch.searchsorted(p.cumsum(-1), u * p.sum(-1, keepdim=True)).clamp(max=p.size(-1) - 1)[:, 0]
+def sn_subset(logits, temperature=1.0, top_k=None, generator=None):   # valid: draw among the top-k, map back with gather
+    k = logits.size(-1) if top_k is None else min(top_k, logits.size(-1))
+    vals, idx = torch.topk(logits, k, dim=-1)
+    j = torch.multinomial(F.softmax(vals / temperature, -1), 1, generator=generator)
+    return idx.gather(-1, j)[:, 0]
+
+def test_sample_next_valid_styles():
+    for ok in (sn_gumbel, sn_inverse_cdf, sn_subset): assert_check(check_sample_next, ok)
+
+def sn_zero_fill(logits, temperature=1.0, top_k=None, generator=None):
+    z = logits / temperature
+    if top_k is not None: z = z.masked_fill(z < torch.topk(z, min(top_k, z.size(-1))).values[:, -1:], 0.)
+    return _draw(z, generator)
+def sn_twice(logits, temperature=1.0, top_k=None, generator=None): return _draw(_topk(logits / temperature ** 2, top_k), generator)
+def sn_cpu_uniform(logits, temperature=1.0, top_k=None, generator=None):   # uniforms made on the CPU
+    p = F.softmax(_topk(logits / temperature, top_k), -1)
+    u = torch.rand(p.shape[:-1] + (1,), generator=generator)
+    return (p.cumsum(-1) < u).sum(-1).clamp(max=p.size(-1) - 1)
+def sn_squeeze(logits, temperature=1.0, top_k=None, generator=None): return sample_next(logits, temperature, top_k, generator).squeeze()
+def sn_greedy_cold(logits, temperature=1.0, top_k=None, generator=None):   # greedy below T=1
+    return logits.argmax(-1) if temperature < 1 else sample_next(logits, temperature, top_k, generator)
+
+def test_sample_next_issue31_wrongs():
+    assert_check(check_sample_next, sample_next, [
+        (sn_zero_fill, 'filled with 0'), (sn_twice, 'applied twice'), (sn_cpu_uniform, 'device'), (sn_squeeze, 'squeeze'),
+        (sn_greedy_cold, 'most likely token')])
+
+
+def gen_nano(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # valid: nanoGPT's loop on a (1, t) batch
+    was = model.training
+    model.eval()
+    idx = prompt[None]
+    with torch.no_grad():
+        for _ in range(n):
+            idx_cond = idx if idx.size(1) <= model.config.seq_len else idx[:, -model.config.seq_len:]
+            logits = model(idx_cond)[:, -1, :]
+            idx = torch.cat((idx, sample_next(logits, temperature, top_k, generator)[:, None]), dim=1)
+    model.train(was)
+    return idx[0]
+@torch.no_grad()
+def gen_prealloc(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # valid: one tensor, filled in place
+    from transformers_scratch.runtime import evaluating
+    L, p = model.config.seq_len, len(prompt)
+    seq = torch.empty(p + n, dtype=torch.long, device=prompt.device)
+    seq[:p] = prompt
+    with evaluating(model):
+        for i in range(p, p + n):
+            seq[i] = sample_next(model(seq[max(0, i - L):i][None])[:, -1], temperature, top_k, generator)[0]
+    return seq
+def gen_inference(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # valid: inference_mode, try/finally
+    was = model.training
+    try:
+        model.eval()
+        seq = prompt.clone()
+        with torch.inference_mode():
+            for _ in range(n):
+                logits = model(seq.unsqueeze(0)[:, -model.config.seq_len:])
+                seq = torch.cat((seq, sample_next(logits[:, -1, :], temperature, top_k, generator)), dim=-1)
+        return seq
+    finally: model.train(was)
+
+def test_generate_valid_styles():
+    for ok in (gen_nano, gen_prealloc, gen_inference): assert_check(check_generate, ok)
+
+def gen_short(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-(L - 1):])
+def gen_long(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-(L + 1):])
+def gen_last_token(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-1:])
+def gen_no_newest(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-L:-1] if len(s) > 1 else s)
+def gen_temp_twice(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    seq, L, was = prompt, model.config.seq_len, model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(seq[-L:][None])[:, -1] / temperature
+            seq = torch.cat([seq, sample_next(logits, temperature, top_k, generator)])
+    model.train(was)
+    return seq
+def gen_to_cpu(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    seq, L, was = prompt, model.config.seq_len, model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(n): seq = torch.cat([seq, sample_next(model(seq[-L:][None])[:, -1], temperature, top_k, generator).cpu()])
+    model.train(was)
+    return seq
+def gen_always_train(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    out = _loop(model, prompt, n, temperature, top_k, generator)
+    model.train()
+    return out
+def gen_batch(model, prompt, n, temperature=1.0, top_k=None, generator=None): return gen_nano(model, prompt, n, temperature, top_k, generator)[None]
+
+def test_generate_issue31_wrongs():
+    assert_check(check_generate, generate, [
+        (gen_short, 'one token short'), (gen_long, 'longer than'), (gen_last_token, 'last token only'),
+        (gen_no_newest, 'newest token'), (gen_temp_twice, 'applied twice'), (gen_to_cpu, 'device'),
+        (gen_always_train, 'leave the model in the mode'), (gen_batch, 'row 0')])

@@ -6,7 +6,7 @@
 __all__ = ['FULL', 'QUICK', 'DEFAULT_PROMPTS', 'DEFAULT_LEVEL', 'causal_scores', 'layer_attention', 'BitsPerChar', 'unigram_loss',
            'lm_learner', 'lm_config', 'save_lm', 'load_lm', 'note_truncation', 'run_generate']
 
-# %% ../nbs/21_lm.ipynb #f1aeaeda
+# %% ../nbs/21_lm.ipynb #33714417
 import math, sys
 from dataclasses import asdict
 from functools import partial
@@ -25,7 +25,7 @@ from .generate import generate_text, validate_sampling_args
 from .training import adamw, speed_up, data_parallel, start_run, is_main_process, single_process
 from .lmdata import CharVocab, CharWindows, lm_ids, lm_dls   # lesson 20a: the data
 
-# %% ../nbs/21_lm.ipynb #95bc5d77
+# %% ../nbs/21_lm.ipynb #a7bd27c5
 # @title Solution: causal_scores
 def causal_scores(scores,   # (..., t_q, t_k) raw attention scores
                  ):
@@ -33,7 +33,7 @@ def causal_scores(scores,   # (..., t_q, t_k) raw attention scores
     tq, tk = scores.shape[-2:]
     return mask_scores(scores, causal_mask(tk, device=scores.device)[tk - tq:])   # the last t_q rows of the square mask
 
-# %% ../nbs/21_lm.ipynb #081d4473
+# %% ../nbs/21_lm.ipynb #a6b4bf33
 @torch.no_grad()
 def layer_attention(model,     # a `GenerationTransformer`
                     x,         # (b, t) token ids
@@ -42,7 +42,7 @@ def layer_attention(model,     # a `GenerationTransformer`
     "The causal attention weights (b, h, t, t) of block `layer` of `model` on the token ids `x`"
     return attention_maps(model, x)[layer][1]          # lesson 06's `attention_maps`: every layer's, by hooks
 
-# %% ../nbs/21_lm.ipynb #36d03c00
+# %% ../nbs/21_lm.ipynb #c6d0c383
 class BitsPerChar(AvgLoss):
     "The average cross-entropy in bits: loss / ln 2"
     @property
@@ -50,7 +50,7 @@ class BitsPerChar(AvgLoss):
     @property
     def name(self): return 'bits_per_char'
 
-# %% ../nbs/21_lm.ipynb #d4837325
+# %% ../nbs/21_lm.ipynb #316c58ec
 def unigram_loss(train_ids,   # 1-D tensor: the training tokens
                  valid_ids,   # 1-D tensor: the tokens to score
                  n_tokens,    # vocabulary size
@@ -59,7 +59,7 @@ def unigram_loss(train_ids,   # 1-D tensor: the training tokens
     counts = torch.bincount(train_ids.flatten().long(), minlength=n_tokens).double() + 1
     return float(-(counts / counts.sum()).log()[valid_ids.flatten().long()].mean())
 
-# %% ../nbs/21_lm.ipynb #b2ff1fca
+# %% ../nbs/21_lm.ipynb #ec20b161
 def lm_learner(dls,             # from `char_dls` or `word_dls`
                emb=128, heads=4, depth=2,
                seq_len=None,    # the model's length (default: the window length of `dls`)
@@ -81,7 +81,7 @@ def lm_learner(dls,             # from `char_dls` or `word_dls`
                     cbs=GradientClip(clip))
     return speed_up(set_precision(learn, precision), compile=compile)
 
-# %% ../nbs/21_lm.ipynb #1b8b8743
+# %% ../nbs/21_lm.ipynb #e79779f4
 FULL = {'char': dict(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, bs=64, n_batches=3000, epochs=1, lr=1e-3, compile=True),
         'word': dict(emb=384, heads=6, depth=6, seq_len=128, dropout=0.2, bs=32, epochs=8, lr=1e-3)}
 QUICK = {'char': dict(emb=128, heads=4, depth=2, seq_len=64, dropout=0., bs=32, n_batches=600, epochs=1, lr=6e-3),
@@ -92,12 +92,11 @@ def lm_config(level, quick):
     if level not in ('char', 'word'): raise ValueError(f"level: expected 'char' or 'word', got {level!r}")
     return dict((QUICK if quick else FULL)[level])
 
-# %% ../nbs/21_lm.ipynb #e9cffd4f
+# %% ../nbs/21_lm.ipynb #c02b50a0
 DEFAULT_PROMPTS = {'tinyshakespeare': "ROMEO:", 'imdb_sample': "I think its a very"}
 DEFAULT_LEVEL = {'tinyshakespeare': 'char', 'imdb_sample': 'word'}
 
-
-# %% ../nbs/21_lm.ipynb #7ff4f20e
+# %% ../nbs/21_lm.ipynb #a288d611
 _FORMAT = 'transformers_scratch.lm/2'
 
 def save_lm(learn,    # a `Learner` from `lm_learner`
@@ -127,7 +126,7 @@ def load_lm(path):
     except RuntimeError as e: raise damaged(f"weights: {' '.join(str(e).split())[:240]}") from None
     return ck
 
-# %% ../nbs/21_lm.ipynb #10245f7a
+# %% ../nbs/21_lm.ipynb #a3cf1eec
 def note_truncation(n,               # tokens in the input
                     seq_len,         # tokens the model reads
                     what='the prompt',   # the input, as the note names it: 'the text', 'a sentence'...

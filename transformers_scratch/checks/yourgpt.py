@@ -20,44 +20,92 @@ from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20
 # %% ../../nbs/26_your_gpt.ipynb #185b151e
 #| code-fold: true
 # @title check_causal_self_attention
+import functools
 _CONFIGS = [(dict(emb=12, heads=3, seq_len=7, n_tokens=13, depth=2), 1, 7, torch.float32),   # (config, b, t, dtype)
             (dict(emb=16, heads=4, seq_len=9, n_tokens=11, depth=1, dropout=0.3), 3, 5, torch.float32),
             (dict(emb=8, heads=1, seq_len=6, n_tokens=6, depth=3), 2, 6, torch.float32),
             (dict(emb=10, heads=2, seq_len=5, n_tokens=9, depth=2), 2, 4, torch.float64)]
+_DROP = 1                                                     # the fixture with dropout, run in training mode too
 
 def _fixtures():
     "(config, b, t, dtype) of the checks: 1 to 4 heads, a batch of one, t below seq_len, float64, dropout in eval mode"
     return [(ModelConfig(**c), b, t, dt) for c, b, t, dt in _CONFIGS]
+
+_THEIR_NAMES = {'n_embd': 'emb', 'd_model': 'emb', 'hidden_size': 'emb', 'dim': 'emb', 'n_head': 'heads', 'n_heads': 'heads',
+                'num_heads': 'heads', 'num_attention_heads': 'heads', 'head_size': 'emb // heads', 'n_layer': 'depth',
+                'n_layers': 'depth', 'num_hidden_layers': 'depth', 'block_size': 'seq_len', 'n_positions': 'seq_len',
+                'max_position_embeddings': 'seq_len', 'context_length': 'seq_len', 'vocab_size': 'n_tokens',
+                'attn_pdrop': 'dropout', 'resid_pdrop': 'dropout', 'embd_pdrop': 'dropout', 'drop_rate': 'dropout'}
 
 def _make(cls, config, what, dtype=torch.float32):
     "`cls(config)` in eval mode and `dtype`; anything it raises is the learner's"
     try: m = cls(config)
     except (TODO, CheckError): raise
     except Exception as e:
+        name = next((n for n in _THEIR_NAMES if f"attribute '{n}'" in str(e)), None)
+        expect(name is None, f"{what}(config): a ModelConfig has no {name} (nanoGPT's and Hugging Face's name): here it "
+               f"is config.{_THEIR_NAMES.get(name)} (the names are emb, heads, depth, seq_len, n_tokens, dropout)")
         raise CheckError(f"{what}(config) raised {type(e).__name__}: {' '.join(str(e).split())[:120]} (it takes one "
                          f"argument, a ModelConfig: read config.emb, config.heads...)") from None
     expect(isinstance(m, nn.Module), f"{what}(config) should build an nn.Module, got {type(m).__name__}")
     return m.eval().to(dtype)
 
+def _names_hint(extra, missing, what):
+    "A hint naming this lesson's parameter names where `extra` ones look like nanoGPT's or Hugging Face's, else None"
+    ks = ' '.join(extra)
+    if 'c_attn' in ks or 'qkv' in ks or 'in_proj' in ks:
+        return (f"{what}: one Linear(e, 3e) makes q, k and v together ({extra[0]}, as nanoGPT's c_attn): this lesson keeps "
+                "three, tokeys, toqueries and tovalues (Linear(e, e), no bias), and unifyheads for the output")
+    for theirs, ours in (('c_proj', 'unifyheads'), ('out_proj', 'unifyheads'), ('o_proj', 'unifyheads'), ('q_proj', 'toqueries'),
+                         ('k_proj', 'tokeys'), ('v_proj', 'tovalues'), ('query', 'toqueries'), ('key', 'tokeys'),
+                         ('value', 'tovalues'), ('ln_1', 'norm1'), ('ln_2', 'norm2'), ('mlp', 'ff'), ('attn', 'attention'),
+                         ('wte', 'trunk.token_emb'), ('wpe', 'trunk.pos_emb'), ('ln_f', 'trunk.norm'), ('lm_head', 'toprobs'),
+                         ('transformer.h', 'trunk.blocks')):
+        if any(theirs in k.split('.') or k.startswith(theirs + '.') for k in extra):
+            return (f"{what}'s parameters should carry this lesson's names: {theirs} (nanoGPT's or Hugging Face's name) is "
+                    f"{ours} here (missing {missing[:3]}; the stub lists the names)")
+    return None
+
 def _load(m, ref, what):
-    "Expect `m` to have the parameters of the library's `ref` (names, shapes, count), then load `ref`'s weights into it"
-    mine, want = ({k: tuple(v.shape) for k, v in x.state_dict().items()} for x in (m, ref))
+    "Expect `m` to have the parameters of the library's `ref` (names, shapes, count), then load `ref`'s weights into it; buffers of `m` (a causal mask) are its own"
+    mine, want = ({k: tuple(v.shape) for k, v in x.named_parameters(remove_duplicate=False)} for x in (m, ref))
     missing, extra = sorted(want.keys() - mine.keys()), sorted(mine.keys() - want.keys())
     if extra and all(k.endswith('.bias') and k.rsplit('.', 2)[-2] in ('tokeys', 'toqueries', 'tovalues') for k in extra):
         expect(False, f"tokeys, toqueries and tovalues have no bias (bias=False): {extra[0]} is one too many")
+    if missing == ['toprobs.bias'] and not extra:
+        expect(False, "toprobs has a bias here, nn.Linear(e, n_tokens) (nanoGPT's lm_head has none, bias=False)")
+    hint = _names_hint(extra, missing, what) if extra else None
+    expect(hint is None, hint)
     expect(not missing and not extra, f"{what}'s parameters should carry the library's names: missing {missing[:3]}"
            f"{', unexpected ' + str(extra[:3]) if extra else ''} (the stub lists the names)")
     bad = next((k for k in want if mine[k] != want[k]), None)
     expect(bad is None, f"{what}: {bad} should have shape {want.get(bad)}, got {mine.get(bad)}")
+    params = dict(m.named_parameters(remove_duplicate=False))
+    expect(not ('toprobs.weight' in params and params['toprobs.weight'] is params.get('trunk.token_emb.weight')),
+           "toprobs and token_emb share one weight (nanoGPT ties them): here they are two, so that the library's weights load")
     n, n_ref = (sum(p.numel() for p in x.parameters()) for x in (m, ref))
     expect(n == n_ref, f"{what} has {n:,} parameters, the library's {n_ref:,}: two of your layers are one module "
            "(a = b = nn.Linear(...), or [layer] * n): make each its own")
-    m.load_state_dict(ref.state_dict())
+    sd = ref.state_dict()
+    res = m.load_state_dict({k: sd[k] for k in want}, strict=False)   # a buffer of yours (nanoGPT's `bias` mask) stays yours
+    expect(not res.unexpected_keys and all(k not in want for k in res.missing_keys), f"{what}: the library's weights do not load "
+           f"into yours ({(res.unexpected_keys + res.missing_keys)[:2]})")
 
-def _run(m, x, what):
+def _tensor(out, what, convention):
+    "Expect `out` to be a tensor; a tuple or list gets the lesson's `convention`"
+    if isinstance(out, (tuple, list)):
+        expect(False, f"{what} returned a {type(out).__name__} of {len(out)}: {convention}")
+    expect(isinstance(out, torch.Tensor), f"{what} should return a tensor, got {type(out).__name__}")
+
+_ATT_RETURNS = ("return the output alone, one (b, t, e) tensor (no attention weights, no cache: Hugging Face's "
+                "attention returns (output, weights), nanoGPT's one tensor, as here)")
+
+def _run(m, x, what, convention=_ATT_RETURNS):
     "`m(x)` through `Runs` (x must stay unchanged; a crash names the fixture), expecting a result like `x`"
-    run = Runs(m)
+    run = Runs(m, on_error=lambda e, a: "after the transpose the heads are not contiguous in memory, so .view(b, t, e) "
+               "fails: use .reshape(b, t, e), or .contiguous().view(b, t, e)" if 'view size is not compatible' in str(e) else None)
     out = run(x)
+    _tensor(out, what, convention)
     run.like(out, x, f"{what}'s output")
     expect(not out.isnan().any(), f"{what}'s output has NaN values: is the diagonal masked too? Each position sees itself "
            "(mask j > i only), so no row of scores is all -inf")
@@ -70,48 +118,83 @@ def _expect_causal(m, x, what, n_tokens=None):
     if n_tokens is None: x2[:, j:] = x2[:, j:] + 1.5
     else: x2[:, j:] = (x2[:, j:] + 1) % n_tokens
     with torch.no_grad(): a, b = m(x), m(x2)
+    expect(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.dim() >= 2,
+           f"{what} should return one tensor for every input, got {type(a).__name__}")
     expect(same(a[:, :j], b[:, :j]), f"{what} is not causal: outputs at positions < {j} changed when the tokens from "
            f"position {j} on changed. Hide every key after the query (j > i, above the diagonal)")
+
+def _attend(att, x, drop=(), p=0., hide=None, scale=None, dim=-1, fill=float('-inf'), merge=True, after=False, unify=True,
+            split=True):
+    "Causal self-attention with the weights of `att` on x (b, t, e), one step changed; dropout `p` (F.dropout) at the `drop` places"
+    b, t, e = x.size()
+    h = att.heads
+    s = e // h
+    D = lambda y, where: F.dropout(y, p) if where in drop else y
+    i = torch.arange(t)
+    hide = i[None, :] > i[:, None] if hide is None else hide               # (t, t) True above the diagonal
+    if split: q, k, v = (D(f(x), 'qkv').view(b, t, h, s).transpose(1, 2) for f in (att.toqueries, att.tokeys, att.tovalues))
+    else: q, k, v = (f(x).view(b, h, t, s) for f in (att.toqueries, att.tokeys, att.tovalues))
+    w = D(q @ k.transpose(-2, -1) / (math.sqrt(s) if scale is None else scale), 'scores')
+    w = w.softmax(dim).masked_fill(hide, 0.) if after else w.masked_fill(hide, fill).softmax(dim)
+    o = D(w, 'weights') @ v
+    o = D(o, 'heads')
+    o = o.transpose(1, 2).reshape(b, t, e) if merge else o.reshape(b, t, e)
+    return D(att.unifyheads(o) if unify else o, 'out')
 
 def _attn_wrongs(att, x):
     "(output, hint) of the usual mistakes of causal self-attention with the weights of `att` on x (b, t, e)"
     b, t, e = x.size()
-    h = att.heads
-    s = e // h
+    s = e // att.heads
     i = torch.arange(t)
-    future = i[None, :] > i[:, None]                                      # (t, t) True above the diagonal
-    split = lambda y: y.view(b, t, h, s).transpose(1, 2)                  # (b, h, t, s)
-    qkv = [split(f(x)) for f in (att.toqueries, att.tokeys, att.tovalues)]
-    def run(q, k, v, hide=future, scale=math.sqrt(s), dim=-1, fill=float('-inf'), merge=True, after=False, unify=True):
-        w = q @ k.transpose(-2, -1) / scale
-        w = w.softmax(dim).masked_fill(hide, 0.) if after else w.masked_fill(hide, fill).softmax(dim)
-        o = w @ v
-        o = o.transpose(1, 2).reshape(b, t, e) if merge else o.reshape(b, t, e)
-        return att.unifyheads(o) if unify else o
-    bad_split = [f(x).view(b, h, t, s) for f in (att.toqueries, att.tokeys, att.tovalues)]
-    return [(run(*qkv, hide=torch.zeros_like(future)), "there is no causal mask: hide the keys after each query (j > i) "
+    future = i[None, :] > i[:, None]
+    run = functools.partial(_attend, att, x)
+    return [(run(hide=torch.zeros_like(future)), "there is no causal mask: hide the keys after each query (j > i) "
              "with -inf before the softmax"),
-            (run(*qkv, hide=future.T), "the mask is the wrong way round: it hides the past; hide the future, the keys after "
+            (run(hide=future.T), "the mask is the wrong way round: it hides the past; hide the future, the keys after "
              "the query (j > i, above the diagonal: triu(1))"),
-            (run(*qkv, hide=future.T & ~torch.eye(t, dtype=torch.bool)), "the mask is the wrong way round: it hides the "
+            (run(hide=future.T & ~torch.eye(t, dtype=torch.bool)), "the mask is the wrong way round: it hides the "
              "past; hide the keys after the query (j > i, above the diagonal)"),
-            (run(*qkv, fill=0.), "masked scores are filled with 0, which still gets weight after the softmax: fill them with "
+            (run(fill=0.), "masked scores are filled with 0, which still gets weight after the softmax: fill them with "
              "float('-inf')"),
-            (run(*qkv, after=True), "the mask comes after the softmax, so the weights no longer sum to 1: mask the scores "
+            (run(after=True), "the mask comes after the softmax, so the weights no longer sum to 1: mask the scores "
              "(with -inf) before the softmax"),
-            (run(*qkv, scale=math.sqrt(e)), f"scale the scores by 1/√s with s = e // h the head size ({s} here), not by 1/√e"),
-            (run(*qkv, scale=1.), "the scores are not scaled: divide q kᵀ by √s, s the head size"),
-            (run(*qkv, scale=float(s)), "divide the scores by √s, not by s"),
-            (run(*qkv, dim=-2), "the softmax runs over the queries: it runs over the keys, the last dim (dim=-1)"),
-            (run(*qkv, merge=False), "merging the heads: transpose (b, h, t, s) back to (b, t, h, s) before reshaping to "
+            (run(scale=math.sqrt(e)), f"scale the scores by 1/√s with s = e // h the head size ({s} here), not by 1/√e"),
+            (run(scale=1.), "the scores are not scaled: divide q kᵀ by √s, s the head size"),
+            (run(scale=float(s)), "divide the scores by √s, not by s"),
+            (run(dim=-2), "the softmax runs over the queries: it runs over the keys, the last dim (dim=-1)"),
+            (run(merge=False), "merging the heads: transpose (b, h, t, s) back to (b, t, h, s) before reshaping to "
              "(b, t, e); a reshape alone mixes positions and heads"),
-            (run(*bad_split), "splitting the heads: view (b, t, e) as (b, t, h, s), then transpose to (b, h, t, s); a view to "
+            (run(split=False), "splitting the heads: view (b, t, e) as (b, t, h, s), then transpose to (b, h, t, s); a view to "
              "(b, h, t, s) alone mixes positions and heads"),
-            (run(*qkv, unify=False), "the heads' outputs go through unifyheads (a Linear(e, e)) at the end")]
+            (run(unify=False), "the heads' outputs go through unifyheads (a Linear(e, e)) at the end")]
+
+_ATT_DROPS = [((), "in training mode your attention never drops anything: dropout on the attention weights, "
+               "nn.Dropout(config.dropout) or F.dropout(w, p, self.training)"),
+              (('weights', 'out'), "dropout is applied twice, to the attention weights and to the output (nanoGPT's attn_dropout "
+               "and resid_dropout): here the attention drops its weights only, the block's `do` drops its output"),
+              (('out',), "dropout falls on the attention's output (nanoGPT's resid_dropout): here it falls on the attention "
+               "weights, after the softmax; the block's `do` drops the output"),
+              (('heads',), "dropout falls on the heads' outputs (w @ v): it falls on the attention weights w, after the softmax"),
+              (('scores',), "dropout falls on the scores before the softmax: it falls on the attention weights, after the "
+               "mask and the softmax"),
+              (('qkv',), "dropout falls on q, k and v: it falls on the attention weights, after the mask and the softmax")]
+
+def _train_diff(m, ref, x, seed, wrongs, what, where, p):
+    "Compare `m(x)` and `ref(x)` in training mode with the same seed (the same dropout masks where dropout sits alike)"
+    out = seeded(Runs(m), x, seed=seed)
+    _tensor(out, what, 'return one tensor')
+    want = seeded(ref, x, seed=seed)
+    expect(out.shape == want.shape and out.dtype == want.dtype, f"{what} in training mode should give {tuple(want.shape)} "
+           f"{want.dtype}, got {tuple(out.shape)} {out.dtype}")
+    if same(out, want): return
+    for wf, hint in wrongs: expect(not same(out, seeded(wf, seed=seed)), hint)
+    expect(False, f"in training mode (dropout={p}) {what} differs from the reference drawn with the same random seed, though "
+           f"eval mode matches: {where}, with nn.Dropout or F.dropout(..., training=self.training) (the check compares the "
+           "masks they draw)")
 
 @checker(solution='yourgpt.CausalSelfAttention')
 def check_causal_self_attention(cls):
-    "Check `cls(config)`: the library's parameter names, causal multi-head attention equal to `SelfAttention(config, causal=True)` once loaded with its weights"
+    "Check `cls(config)`: the library's parameter names, causal multi-head attention equal to `SelfAttention(config, causal=True)` once loaded with its weights, in eval and training mode"
     with torch.random.fork_rng(devices=[]):                  # repeatable, and your RNG is left alone
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -127,6 +210,16 @@ def check_causal_self_attention(cls):
             _expect_causal(m, x, 'your attention')
             expect(False, f"for emb={c.emb}, heads={c.heads} and x of shape {tuple(x.shape)} the output differs from causal "
                    "self-attention: is a size hard-coded (take b, t, e from x, h from config.heads)?")
+        c, b, t, _ = _fixtures()[_DROP]                     # training mode: dropout on the attention weights, drawn alike
+        m, ref = _make(cls, c, 'CausalSelfAttention'), SelfAttention(c, causal=True)
+        _load(m, ref, 'CausalSelfAttention')
+        m.train(); ref.train()
+        x = rand(b, t, c.emb, seed=5)
+        with torch.no_grad():
+            for seed in (0, 1):
+                _train_diff(m, ref, x, seed, [(functools.partial(_attend, ref, x, drop, c.dropout), h) for drop, h in _ATT_DROPS],
+                            'your attention', 'dropout goes once, on the attention weights after the mask and the softmax',
+                            c.dropout)
         c, b, t, _ = _fixtures()[0]
         m = _make(cls, c, 'CausalSelfAttention')
         x = rand(b, t, c.emb, seed=1)
@@ -136,9 +229,29 @@ def check_causal_self_attention(cls):
 # %% ../../nbs/26_your_gpt.ipynb #66dc97ad
 #| code-fold: true
 # @title check_block
+def _block_train_wrongs(ref, x):
+    "(function, hint) pairs: the usual dropout mistakes of a pre-norm block with the weights of `ref` (attention in eval mode, `do` and `ff` in training mode)"
+    A, N1, N2, D, FF, p = ref.attention, ref.norm1, ref.norm2, ref.do, ref.ff, ref.do.p
+    FF0 = ref.ff[:3]                                                 # the MLP without its dropout
+    d = lambda y: F.dropout(y, p)
+    return [(lambda: (lambda h: h + FF(N2(h)))(x + A(N1(x))), "in training mode the attention's output is not dropped: "
+             "h = x + self.do(self.attention(self.norm1(x)))"),
+            (lambda: (lambda h: h + FF0(N2(h)))(x + D(A(N1(x)))), "in training mode the MLP's output is not dropped: ff "
+             "ends in nn.Dropout(config.dropout), as lesson 05's feedforward does"),
+            (lambda: (lambda h: h + d(FF(N2(h))))(x + D(A(N1(x)))), "the MLP's output is dropped twice: ff already ends "
+             "in its dropout"),
+            (lambda: (lambda h: h + FF(N2(h)))(x + D(D(A(N1(x))))), "the attention's output is dropped twice (do once is enough)"),
+            (lambda: (lambda h: h + FF(N2(h)))(D(x + A(N1(x)))), "dropout falls on the residual sum: do goes on the "
+             "attention's output, inside the residual branch, before x is added"),
+            (lambda: (lambda h: d(h + FF0(N2(h))))(x + D(A(N1(x)))), "dropout falls on the block's output, the residual "
+             "stream: it falls on the MLP's output (the end of ff), before h is added"),
+            (lambda: (lambda h: h + FF(N2(h)))(x + A(D(N1(x)))), "do goes on the attention's output, not on its input"),
+            (lambda: (lambda h: h + FF(d(N2(h))))(x + D(A(N1(x)))), "dropout falls on the MLP's input: it falls on its "
+             "output (the end of ff)")]
+
 @checker(solution='yourgpt.Block')
 def check_block(cls):
-    "Check `cls(config)`: the pre-norm block, equal to the library's causal `TransformerBlock` once loaded with its weights"
+    "Check `cls(config)`: the pre-norm block, equal to the library's causal `TransformerBlock` once loaded with its weights, in eval and training mode"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -153,22 +266,41 @@ def check_block(cls):
                                              ('ff', ref.ff, "your block's ff should be Linear(e, 4e), ReLU, Linear(4e, e), "
                                               "Dropout, in an nn.Sequential (lesson 05's feedforward(e))")):
                     sub = getattr(m, part)
-                    expect(same(Runs(sub)(x), ref_part(x)), hint)
+                    got = Runs(sub)(x)
+                    _tensor(got, f"your block's {part}", _ATT_RETURNS if part == 'attention' else 'return one tensor')
+                    if part == 'ff' and not same(got, ref_part(x)):
+                        expect(not same(got, ref.ff[2](F.gelu(ref.ff[0](x)))), "the MLP's activation is a ReLU here "
+                               "(nanoGPT and GPT-2 use a GELU): nn.ReLU() between the two Linear layers")
+                    expect(same(got, ref_part(x)), hint)
                 expect(isinstance(getattr(m, 'do', None), nn.Module), "keep the dropout on the attention's output as "
                        "self.do = nn.Dropout(config.dropout)")
                 m.do, ref.do = _Scale(), _Scale()                          # where `do` sits now shows in the output
-                out, want = _run(m, x, 'your block'), ref(x)
+                out, want = _run(m, x, 'your block', 'return one tensor, (b, t, e)'), ref(x)
                 if not same(out, want):
                     _expect_causal(m, x, 'your block')
+                    twice = (lambda h: h + ref.ff(ref.norm2(h)))(x + ref.do(ref.do(ref.attention(ref.norm1(x)))))
+                    expect(not same(out, twice), "the attention's output is dropped twice (do once is enough)")
                     _block_wrongs(out, _prenorm_wrongs(ref, x, ref.do), _prenorm_wrongs(ref, x, nn.Identity()),
                                   f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block: is a size hard-coded?")
             _expect_causal(m, x, 'your block')
+        c, b, t, _ = _fixtures()[_DROP]            # training mode: do and ff's dropout drawn alike (the attention in eval mode)
+        m, ref = _make(cls, c, 'Block'), TransformerBlock(c, causal=True)
+        _load(m, ref, 'Block')
+        for mod in (m, ref): mod.train(); mod.attention.eval()
+        x = rand(b, t, c.emb, seed=6)
+        with torch.no_grad():
+            for seed in (0, 1):
+                _train_diff(m, ref, x, seed, _block_train_wrongs(ref, x), 'your block', "do drops the attention's output "
+                            "before x is added, ff ends in its own dropout, nothing else drops", c.dropout)
         c, b, t, _ = _fixtures()[1]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'Block'), rand(b, t, c.emb, seed=2))
 
 # %% ../../nbs/26_your_gpt.ipynb #d96c6e11
 #| code-fold: true
 # @title check_gpt
+_GPT_RETURNS = ("return the logits alone, a (b, t, n_tokens) tensor: nanoGPT's forward(idx, targets) returns (logits, loss), "
+                "here forward(x) returns the logits and the Learner's loss function computes the loss")
+
 def _gpt_wrongs(ref, x):
     "(logits, hint) of the usual mistakes of a GPT with the weights of the library's `ref` on the ids x (b, t)"
     T = ref.trunk
@@ -183,7 +315,25 @@ def _gpt_wrongs(ref, x):
             (run(T.token_emb(x) + T.pos_emb(pos), norm=False), "the final LayerNorm is missing: trunk.norm goes after the "
              "last block, before toprobs"),
             (run(T.token_emb(x) + T.pos_emb(pos)).softmax(-1), "return the logits, not probabilities: the loss (and sampling) "
-             "applies the softmax")]
+             "applies the softmax"),
+            (run(T.token_emb(x) + T.pos_emb(pos)).log_softmax(-1), "return the logits, not log-probabilities: the loss "
+             "(and sampling) applies the softmax")]
+
+def _gpt_train_wrongs(ref, x):
+    "(function, hint) pairs: the usual dropout mistakes of a GPT with the weights of `ref` (blocks in eval mode, the trunk's `do` in training mode)"
+    T, D = ref.trunk, ref.trunk.do
+    d = lambda y: F.dropout(y, D.p)
+    tok, pos = T.token_emb(x), T.pos_emb(torch.arange(x.size(1)))
+    def run(h, last=lambda y: y):
+        for blk in T.blocks: h = blk(h)
+        return ref.toprobs(last(T.norm(h)))
+    return [(lambda: run(tok + pos), "in training mode the embeddings are not dropped: h = do(token_emb(x) + pos_emb(positions))"),
+            (lambda: run(D(tok) + pos), "dropout goes on the sum of the token and position embeddings, not on the token "
+             "embeddings alone"),
+            (lambda: run(D(tok) + D(pos)), "dropout goes once, on the sum of the token and position embeddings"),
+            (lambda: run(D(D(tok + pos))), "the embeddings are dropped twice: do once, on their sum"),
+            (lambda: run(tok + pos, D), "dropout falls after the final norm: it falls on the embeddings (their sum), before the blocks"),
+            (lambda: run(D(tok + pos), d), "dropout falls after the final norm too: only on the embeddings' sum, before the blocks")]
 
 def _gpt_run(m, x, c, what='your GPT'):
     "`m(x)` through `Runs`, with hints for a crash on a window shorter than `seq_len` and for a wrong shape"
@@ -195,15 +345,18 @@ def _gpt_run(m, x, c, what='your GPT'):
                                   "the positions are 0..t-1, torch.arange(t), not arange(seq_len)")
     run = Runs(m, on_error=hint)
     out = run(x)
+    _tensor(out, what, _GPT_RETURNS)
     b = x.size(0)
-    expect(not (isinstance(out, torch.Tensor) and tuple(out.shape) == (b, c.n_tokens)), "return the logits of every "
-           f"position, (b, t, n_tokens), not of the last one only: got {tuple(out.shape)}")
+    got = tuple(out.shape)
+    expect(got != (b, c.n_tokens), f"return the logits of every position, (b, t, n_tokens), not of the last one only: got {got}")
+    expect(not (t > 1 and got == (b, 1, c.n_tokens)), f"return the logits of every position, (b, t, n_tokens), not of the last "
+           f"one only (nanoGPT's inference shortcut x[:, [-1]]): got {got}")
     expect_shape(out, (b, t, c.n_tokens), "your GPT's logits")
     return out
 
 @checker(solution='yourgpt.GPT')
 def check_gpt(cls):
-    "Check `cls(config)`: the library's `GenerationTransformer` parameter names and count, and its logits within 1e-5 once loaded with its weights"
+    "Check `cls(config)`: the library's `GenerationTransformer` parameter names and count, and its logits within 1e-5 once loaded with its weights, in eval and training mode"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -219,11 +372,21 @@ def check_gpt(cls):
                 if not same(out, want, atol=1e-5):
                     for wo, hint in _gpt_wrongs(ref, x): expect(not same(out, wo), hint)
                     _expect_causal(m, x, 'your GPT', c.n_tokens)
-                    expect(False, f"for {c} and ids of shape {tuple(x.shape)} your logits differ from the library's: the "
-                           "order is token_emb + pos_emb, do, the blocks, norm, toprobs")
+                    expect(False, f"for emb={c.emb}, heads={c.heads}, depth={c.depth}, seq_len={c.seq_len} and ids of shape "
+                           f"{tuple(x.shape)} your logits differ from the library's: the order is token_emb + pos_emb, do, "
+                           "the blocks, norm, toprobs")
             _expect_causal(m, x, 'your GPT', c.n_tokens)
             expect(getattr(getattr(m, 'config', None), 'seq_len', None) == c.seq_len, "keep the config as self.config: "
                    "generation reads config.seq_len")
+        c, b, t, _ = _fixtures()[_DROP]            # training mode: the embeddings' dropout drawn alike (the blocks in eval mode)
+        m, ref = _make(cls, c, 'GPT'), GenerationTransformer(c)
+        _load(m, ref, 'GPT')
+        for mod in (m, ref): mod.train(); mod.get_submodule('trunk.blocks').eval()
+        x = randint(0, c.n_tokens, (b, t), seed=7)
+        with torch.no_grad():
+            for seed in (0, 1):
+                _train_diff(m, ref, x, seed, _gpt_train_wrongs(ref, x), 'your GPT',
+                            'do drops the sum of the token and position embeddings, once, before the blocks', c.dropout)
         c, b, t, _ = _fixtures()[0]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'GPT'), randint(0, c.n_tokens, (b, t), seed=3))
 
@@ -240,6 +403,8 @@ def _topk_hints(z, T, k, f, tol):
     expect(k == 1 or not near(top_k_filter(z, k - 1)), f"off by one: you kept {k - 1} tokens for top_k={k}; keep the logits >= "
            "the k-th largest")
     expect(not near(smallest), "you kept the k smallest logits: keep the k largest (torch.topk returns the largest)")
+    expect(not near(z.masked_fill(top_k_filter(z, k) == float('-inf'), 0.)), "the logits outside the top k are filled with 0, "
+           "which still gets probability after the softmax: fill them with float('-inf')")
 
 @checker(solution='yourgpt.sample_next')
 def check_sample_next(fn):
@@ -260,6 +425,7 @@ def check_sample_next(fn):
             expect(tuple(out.shape) != (n * b, 1), "torch.multinomial returns (b, 1): drop that last dim to get (b,)")
             expect_shape(out, (n * b,), 'the sampled ids')
             expect(out.dtype == torch.long, f"return the ids as a LongTensor (torch.long, as torch.multinomial gives), got {out.dtype}")
+            expect(out.device == Z.device, f"return the ids on the logits' device ({Z.device.type}), got {out.device.type}")
             expect(bool(((out >= 0) & (out < v)).all()), f"the ids should be positions in the vocabulary, 0 <= id < v (v={v} here)")
             ids = out.view(n, b)
             f = torch.stack([_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
@@ -276,45 +442,71 @@ def check_sample_next(fn):
         a, b2 = (_call_on(fn, zg, 1.0, 5, torch.Generator().manual_seed(7)) for _ in range(2))
         expect(isinstance(a, torch.Tensor) and isinstance(b2, torch.Tensor) and torch.equal(a, b2), "two generators with "
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
+    on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
 # %% ../../nbs/26_your_gpt.ipynb #3cded392
 #| code-fold: true
 # @title check_generate
 class _Counter(nn.Module):
-    "A model that predicts `last + 1` (mod v) after each token, with logits `sharp` apart; it refuses windows longer than seq_len and records its mode"
-    def __init__(self, v=7, seq_len=5, sharp=60.):
+    "A model whose logits at position i point, `sharp` apart, at (x_0 + ... + x_i + 1) mod v (the last position's depend on the whole window), or are `z` everywhere; it refuses windows longer than seq_len and records its mode"
+    def __init__(self, v=7, seq_len=5, sharp=60., z=None):
         super().__init__()
-        self.config, self.sharp, self.modes = ModelConfig(emb=4, heads=1, seq_len=seq_len, n_tokens=v), sharp, []
+        self.config, self.modes = ModelConfig(emb=4, heads=1, seq_len=seq_len, n_tokens=v), []
+        self.register_buffer('table', torch.eye(v) * sharp if z is None else z.expand(v, v).clone())   # row j: the logits for j
         self.w = nn.Parameter(torch.zeros(1))                  # a parameter, so that the model has a device and a mode
     def forward(self, x):
         expect(isinstance(x, torch.Tensor) and x.dim() == 2, f"the model takes a batch of ids (b, t): give it prompt[None], "
-               f"not a tensor of shape {tuple(getattr(x, 'shape', ()))}")
+               f"not a {type(x).__name__} of shape {tuple(getattr(x, 'shape', ()))}")
+        expect(not x.is_floating_point(), f"the model takes token ids (a LongTensor), got {x.dtype}")
         expect(x.size(1) <= self.config.seq_len, f"the window grew to {x.size(1)} tokens, longer than the model's "
                f"seq_len={self.config.seq_len}: feed the model the last config.seq_len tokens only")
         self.modes.append((self.training, torch.is_grad_enabled()))
-        return F.one_hot((x + 1) % self.config.n_tokens, self.config.n_tokens).float() * self.sharp + self.w
+        return F.embedding((x.cumsum(1) + 1) % self.config.n_tokens, self.table) + self.w   # (b, t, v)
 
-def _counted(p, n, v, L, pos=-1, first=False):
-    "What `_Counter(v, L)` generates from prompt `p` when the loop reads position `pos` of the first or last `L` ids"
+def _counted(p, n, v, L, pos=-1, window=None):
+    "What `_Counter(v, L)` generates from prompt `p` when the loop feeds it `window(seq, L)` and reads position `pos`"
     seq = list(p)
-    for _ in range(n): seq.append(((seq[:L] if first else seq[-L:])[pos] + 1) % v)
+    for _ in range(n):
+        w = window(seq, L) if window else seq[-L:]
+        seq.append((sum(w[:len(w) + pos + 1] if pos < 0 else w[:pos + 1]) + 1) % v)
     return torch.tensor(seq)
+
+_WINDOWS = [(lambda s, L: s[:L], "the window holds the first seq_len tokens: the model should read the last ones, seq[-seq_len:]"),
+            (lambda s, L: s[-(L - 1):], "the window is one token short: the model reads the last config.seq_len tokens, "
+             "seq[-seq_len:], not seq_len - 1"),
+            (lambda s, L: s[-L:-1] if len(s) > 1 else s, "the window leaves out the newest token: the model reads the last "
+             "seq_len tokens, the one just appended included"),
+            (lambda s, L: s[-1:], "the model reads the last token only: it reads the last config.seq_len tokens, its whole "
+             "window (a model without a cache needs all of them)")]
 
 def _gen(fn, model, prompt, n, *args):
     "`fn(model, prompt, n, *args)` through `Runs`, expecting a 1-D LongTensor"
     out = Runs(fn)(model, prompt, n, *args)
+    if isinstance(out, (tuple, list)): expect(False, f"return one tensor, the prompt followed by the new ids, not a {type(out).__name__}")
     expect(isinstance(out, torch.Tensor) and out.dtype == torch.long, f"return a LongTensor of ids, got "
            f"{getattr(out, 'dtype', type(out).__name__)}")
+    expect(out.device == prompt.device, f"return the ids on the prompt's device ({prompt.device}), got {out.device}")
+    expect(not (out.dim() == 2 and out.size(0) == 1), f"return a 1-D tensor, the prompt followed by the new ids: got shape "
+           f"{tuple(out.shape)}; take row 0 of a batch of one (seq[0])")
     expect(out.dim() == 1, f"return a 1-D tensor, the prompt followed by the new ids: got shape {tuple(out.shape)}")
     return out
+
+_Z = torch.tensor([0., 1., 2., 3.])                            # the logits of the sampling fixtures: every draw from softmax(_Z / T)
+
+def _gen_freqs(fn, T, k, n=2000, seed=0):
+    "How often each id comes out of `n` draws by `fn` from a model whose logits are always `_Z`, at temperature `T`, top-k `k`"
+    out = _gen(fn, _Counter(4, 3, z=_Z), torch.tensor([0]), n, T, k, torch.Generator().manual_seed(seed))
+    expect(len(out) == n + 1, f"for a prompt of 1 id and n={n} return {n + 1} ids, got {len(out)}")
+    expect(bool(((out >= 0) & (out < 4)).all()), "the new ids should be ids of the vocabulary, 0 <= id < v")
+    return _freqs(out[1:], 4)
 
 @checker(solution='yourgpt.generate')
 def check_generate(fn):
     "Check `fn(model, prompt, n, temperature, top_k, generator)`: the prompt then `n` ids, each from the last position's logits over the last seq_len tokens"
-    for v, L, p, n in ((7, 5, [3], 6), (9, 4, [2, 5, 1, 8, 0, 4], 7), (5, 6, [4, 1], 0)):
+    for v, L, p, n in ((7, 5, [3], 6), (11, 4, [2, 5, 1, 8, 3, 4], 7), (9, 3, [4, 1], 5), (5, 6, [4, 1], 0)):
         m, prompt = _Counter(v, L), torch.tensor(p)
         out = _gen(fn, m, prompt, n)
-        want = torch.cat([prompt, (prompt[-1] + 1 + torch.arange(n)) % v])
+        want = _counted(p, n, v, L)
         expect(not (len(out) == n and n and torch.equal(out, want[len(p):])), "return the prompt followed by the new ids, "
                "not the new ids alone")
         expect(len(out) == len(p) + n, f"for a prompt of {len(p)} ids and n={n} return {len(p) + n} ids, got {len(out)}")
@@ -322,10 +514,9 @@ def check_generate(fn):
         if n and not torch.equal(out, want):
             expect(not torch.equal(out, _counted(p, n, v, L, pos=0)), "take the logits of the last position, "
                    "logits[:, -1]: the first position's predict the token after the window's first")
-            expect(not torch.equal(out, _counted(p, n, v, L, first=True)), "the window holds the first seq_len tokens: the "
-                   "model should read the last ones, seq[-seq_len:]")
-            expect(False, f"from the prompt {p} the counter model's tokens are {want.tolist()}, you gave {out.tolist()}: feed "
-                   "the model the last config.seq_len tokens so far, and append each new id before the next step")
+            for w, hint in _WINDOWS: expect(not torch.equal(out, _counted(p, n, v, L, window=w)), hint)
+            expect(False, f"from the prompt {p} (seq_len={L}) the model's tokens are {want.tolist()}, you gave {out.tolist()}: "
+                   "feed the model the last config.seq_len tokens so far, and append each new id before the next step")
         if n:
             expect(all(not tr for tr, _ in m.modes), "run the model in eval mode while generating (model.eval()): dropout "
                    "must be off")
@@ -336,10 +527,25 @@ def check_generate(fn):
     runs = [_gen(fn, soft, torch.tensor([0]), 12, 1.0, None, torch.Generator().manual_seed(s)) for s in (3, 3, 4)]
     expect(torch.equal(runs[0], runs[1]), "two generators with the same seed gave different text: pass generator on to "
            "sample_next")
-    expect(not torch.equal(runs[0], runs[2]) or not torch.equal(runs[0], torch.arange(13) % 6), "the output does not "
+    greedy = _counted([0], 12, 6, 4)
+    expect(not torch.equal(runs[0], runs[2]) or not torch.equal(runs[0], greedy), "the output does not "
            "change with the seed: draw with sample_next, don't take the argmax")
-    want = torch.arange(13) % 6
-    expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1.0, 1), want), "with top_k=1 only the most likely token can "
+    expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1.0, 1), greedy), "with top_k=1 only the most likely token can "
            "come out: pass top_k on to sample_next")
-    expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1e-3), want), "at temperature 1e-3 the most likely token "
+    expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1e-3), greedy), "at temperature 1e-3 the most likely token "
            "should always come out: pass temperature on to sample_next")
+    tol = 0.045                                                   # 2,000 draws: sd of a frequency <= 0.011, so tol is 4 sd
+    for T, k in ((0.5, None), (2.0, None), (1.0, 2)):
+        f = _gen_freqs(fn, T, k)
+        zk = _Z if k is None else top_k_filter(_Z, k)
+        near = lambda z: bool((f - F.softmax(z, -1)).abs().max() < tol)
+        if near(zk / T): continue
+        expect(not near(zk), f"at temperature {T} the ids follow softmax(logits), as at temperature 1: pass temperature on "
+               "to sample_next (once)")
+        expect(not near(zk / T ** 2), f"at temperature {T} the ids follow softmax(logits / T²): the temperature is applied "
+               "twice (once in your loop, once in sample_next): pass it on, don't divide the logits yourself")
+        expect(not near(zk * T), f"at temperature {T} the ids follow softmax(logits · T): divide by the temperature (sample_next does)")
+        expect(not near(_Z / T), f"with top_k={k} every token came out: pass top_k on to sample_next")
+        expect(False, f"at temperature {T} with top_k={k} the new ids do not follow softmax(logits / T) (each within ± {tol}): "
+               "hand the last position's logits to sample_next with temperature, top_k and generator")
+    with torch.no_grad(): on_device(fn, _Counter(7, 5), torch.tensor([1, 2]), 3)
