@@ -142,7 +142,7 @@ def bsa_sqrt3(x): return F.softmax(x @ x.transpose(1, 2) / math.sqrt(3), -1) @ x
 
 BASIC_WRONGS = [(stub, 'not solved'), (bsa_dim1, r'sum to 1.*dim=-1'), (bsa_transposed, r'not wᵀ x'),
                 (bsa_nosoftmax, 'forgot the softmax'), (bsa_scaled, r'scaled by √e'), (bsa_scaled_e, r'scaled by e'),
-                (bsa_weights, 'those are the weights'), (bsa_sum, 'values are wrong'),
+                (bsa_weights, 'those are the weights'), (bsa_sum, 'every weight is 1'),
                 (bsa_range2, RANGE), (bsa_squeeze, SQUEEZE), (bsa_view, HARD), (bsa_float, DTYPE), (bsa_buffer, DTYPE),
                 (bsa_buffer_cpu, DEVICE), (bsa_overwrite, INPLACE), (bsa_row0_weights, FIRST),
                 (bsa_row0_values, FIRST), (bsa_sqrt3, r'scaled by √e')]
@@ -187,3 +187,55 @@ def test_checks_never_crash_on_nonsense():
             try: check(fn)
             except CheckError as e: assert re.search(pat, str(e)), (check.__name__, pat, str(e))
             else: raise AssertionError(f"{check.__name__} accepted nonsense matching {pat!r}")
+
+
+# --- issue 31: more mistakes learners make, and valid answers in other styles -----------------------------------------
+def rw_cosine(x): return F.normalize(x, dim=-1) @ F.normalize(x, dim=-1).transpose(1, 2)
+def rw_distance(x): return -torch.cdist(x, x).pow(2)
+def sm_whole(w): return torch.softmax(w.reshape(w.size(0), -1), -1).reshape(w.shape)
+def sm_scaled(w): return F.softmax(w / math.sqrt(w.size(-1)), -1)
+def sm_transposed(w): return F.softmax(w, -1).mT
+def sm_global_max(w):                                      # subtracts the max of the whole batch: rows underflow to 0 / 0
+    z = (w - w.max()).exp()
+    return z / z.sum(-1, keepdim=True)
+def bsa_batch_softmax(x): return F.softmax(x @ x.mT, 0) @ x
+def bsa_softmax_after(x): return F.softmax((x @ x.mT) @ x, -1)
+def bsa_twice(x): w = F.softmax(x @ x.mT, -1); return w @ w @ x
+
+def test_new_wrongs():
+    assert_check(check_raw_weights, raw_weights, [(rw_cosine, 'cosine'), (rw_distance, 'distance')])
+    assert_check(check_row_softmax, row_softmax, [(sm_whole, 'whole'), (sm_scaled, 'scaled the scores'),
+                                                  (sm_transposed, 'transposed'), (sm_global_max, "each row's max")])
+    for check, sol in ((check_basic_self_attention, basic_self_attention), (check_einsum_self_attention, einsum_self_attention)):
+        assert_check(check, sol, [(bsa_batch_softmax, r'over the batch|batch \(dim 0\)'), (bsa_softmax_after, 'softmax of the outputs'),
+                                  (bsa_twice, 'twice')])
+
+VALID_RAW = [lambda x: torch.einsum('bie,bje->bij', x, x),
+             lambda x: torch.stack([x[i] @ x[i].T for i in range(len(x))]),
+             lambda x: (x.unsqueeze(2) * x.unsqueeze(1)).sum(-1),                                         # broadcasting
+             lambda x: torch.baddbmm(torch.zeros(x.size(0), x.size(1), x.size(1), dtype=x.dtype, device=x.device), x, x.mT),
+             lambda x: torch.matmul(x.double(), x.double().transpose(-1, -2)).to(x.dtype)]               # upcast and back
+VALID_SOFTMAX = [lambda w: (w - w.logsumexp(-1, keepdim=True)).exp(),                                     # log-space
+                 lambda w: torch.softmax(w, dim=2),
+                 lambda w: F.softmax(w.double(), -1).to(w.dtype),                                          # upcast and back
+                 lambda w: torch.stack([torch.stack([F.softmax(r, 0) for r in m]) for m in w])]            # loops
+def _sa_loop(x):
+    out = torch.empty_like(x)
+    for b in range(x.size(0)):
+        for i in range(x.size(1)):
+            w = F.softmax(x[b] @ x[b, i], 0)
+            out[b, i] = (w[:, None] * x[b]).sum(0)
+    return out
+VALID_SA = [lambda x: F.scaled_dot_product_attention(x, x, x, scale=1.0),                                 # SDPA, no scaling
+            lambda x: torch.bmm(torch.softmax(torch.baddbmm(torch.zeros_like(x @ x.mT), x, x.mT), -1), x),
+            lambda x: (F.softmax(x.float() @ x.float().mT, -1) @ x.float()).to(x.dtype) if x.dtype != torch.float64 else F.softmax(x @ x.mT, -1) @ x,
+            _sa_loop]
+VALID_EINSUM = [lambda x: torch.einsum('btu,bue->bte', F.softmax(torch.einsum('bte,bue->btu', x, x), -1), x),  # other letters
+                lambda x: torch.einsum('...ij,...jd->...id', torch.einsum('...id,...jd->...ij', x, x).softmax(-1), x),
+                lambda x: torch.einsum('bij,bjk->bik', (lambda w: (w - w.logsumexp(-1, keepdim=True)).exp())(torch.einsum('bik,bjk->bij', x, x)), x)]
+
+def test_valid_styles_pass():
+    for fn in VALID_RAW: assert_check(check_raw_weights, fn)
+    for fn in VALID_SOFTMAX: assert_check(check_row_softmax, fn)
+    for fn in VALID_SA + VALID_EINSUM: assert_check(check_basic_self_attention, fn)
+    for fn in VALID_EINSUM: assert_check(check_einsum_self_attention, fn)

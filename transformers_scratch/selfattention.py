@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['raw_weights', 'row_softmax', 'basic_self_attention', 'einsum_self_attention']
 
-# %% ../nbs/01_selfattention.ipynb #78e8022e
+# %% ../nbs/01_selfattention.ipynb #aea2377f
 import torch, torch.nn.functional as F
 
 # %% ../nbs/01_selfattention.ipynb #ee860e23
@@ -20,7 +20,7 @@ def row_softmax(raw):
     "(b, t, t) -> (b, t, t): softmax over the last dim, so that each row sums to 1"
     return F.softmax(raw, dim=-1)
 
-# %% ../nbs/01_selfattention.ipynb #741e88c9
+# %% ../nbs/01_selfattention.ipynb #c34097af
 # @title Solution: basic_self_attention
 def basic_self_attention(x):
     "(b, t, e) -> (b, t, e): each output is the softmax(x xᵀ)-weighted average of the inputs"
@@ -28,7 +28,7 @@ def basic_self_attention(x):
     w = F.softmax(raw, dim=2)               # each row sums to 1
     return torch.bmm(w, x)                  # (b, t, e)
 
-# %% ../nbs/01_selfattention.ipynb #3bde2aee
+# %% ../nbs/01_selfattention.ipynb #60fd13f5
 # @title Solution: einsum_self_attention
 def einsum_self_attention(x):
     "(b, t, e) -> (b, t, e): basic self-attention with two calls to `torch.einsum`"

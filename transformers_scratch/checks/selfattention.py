@@ -10,7 +10,7 @@ import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in le
 from ..core import *
 from ..selfattention import *
 
-# %% ../../nbs/01_selfattention.ipynb #a7b8c130
+# %% ../../nbs/01_selfattention.ipynb #c12e7de0
 #| code-fold: true
 # @title check_raw_weights
 def _slow_raw_weights(x):
@@ -34,7 +34,10 @@ def check_raw_weights(fn):
             (F.softmax(raw, 1), "you applied the softmax already: the raw weights are the dot products themselves"),
             (raw / e ** 0.5, "you scaled by √e: the basic operation has no scaling (lesson 03 adds it)"),
             (raw / e, "you scaled by e: the basic operation has no scaling (lesson 03 adds it)"),
-            (raw[:1].expand_as(raw), "every sequence got the weights of the first one: compute x xᵀ for each sequence")],
+            (raw[:1].expand_as(raw), "every sequence got the weights of the first one: compute x xᵀ for each sequence"),
+            (F.normalize(x, dim=-1) @ F.normalize(x, dim=-1).transpose(1, 2),
+             "you normalised the vectors (a cosine similarity): the raw weights are the plain dot products"),
+            (-torch.cdist(x, x) ** 2, "that is a (negative squared) distance: the raw weights are the dot products x_i · x_j")],
             "the values are wrong: entry [b, i, j] should be the dot product x[b, i] · x[b, j]")
     x = rand(3, 4, 5, seed=3, dtype=torch.bfloat16)
     out = run(x)
@@ -42,7 +45,7 @@ def check_raw_weights(fn):
     expect(same(out, _slow_raw_weights(x.double()), atol=0.1, rtol=0.02), "wrong values for bfloat16 input")
     on_device(fn, rand(2, 3, 4))
 
-# %% ../../nbs/01_selfattention.ipynb #6e4ac9ab
+# %% ../../nbs/01_selfattention.ipynb #5e402c68
 #| code-fold: true
 # @title check_row_softmax
 def _slow_softmax(w):
@@ -65,7 +68,11 @@ def check_row_softmax(fn):
             (raw / raw.sum(-1, keepdim=True), "you normalised without exp: weights must be positive, divide exp(w) by its row sum"),
             (F.log_softmax(raw, -1), "that is log_softmax: you want F.softmax"),
             (F.softmax(raw[:1], -1).expand_as(raw), "every sequence got the weights of the first one: softmax each row of the batch"),
-            (F.softmax(raw[:, :1], -1).expand_as(raw), "every row got the weights of row 0: softmax each row")],
+            (F.softmax(raw[:, :1], -1).expand_as(raw), "every row got the weights of row 0: softmax each row"),
+            (F.softmax(raw.flatten(1), -1).view_as(raw), "you took one softmax over the whole (t, t) matrix: each row on its own "
+             "(dim=-1), so that every row sums to 1"),
+            (F.softmax(raw / raw.size(-1) ** 0.5, -1), "you scaled the scores before the softmax: the softmax alone, no √t or √e here"),
+            (F.softmax(raw, -1).transpose(1, 2), "the rows sum to 1 but you returned the weights transposed: keep row i for query i")],
             "the values are wrong: each row should be exp(w) / exp(w).sum(-1, keepdim=True)")
     for big in (100 * rand(1, 5, 5, seed=4), 100 * rand(4, 3, 6, seed=5)):   # scores of a few hundred: exp overflows float32
         out = run(big)
@@ -79,7 +86,7 @@ def check_row_softmax(fn):
     expect(same(out, _slow_softmax(raw.double()), atol=1e-2), "wrong values for bfloat16 scores")
     on_device(fn, rand(2, 3, 3))
 
-# %% ../../nbs/01_selfattention.ipynb #acf4ffbe
+# %% ../../nbs/01_selfattention.ipynb #fc077e4a
 #| code-fold: true
 # @title check_basic_self_attention
 def _slow_self_attention(x):
@@ -111,7 +118,12 @@ def _check_self_attention(fn):
             (F.softmax(raw / e, -1) @ x, "you scaled by e: the basic operation has no scaling (lesson 03 adds it)"),
             ((F.softmax(raw[:1], -1) @ x[:1]).expand_as(x), "every sequence got the output of the first one: attend within each sequence"),
             (F.softmax(raw, -1) @ x[:1], "every sequence averaged the vectors of the first one: y = w x with each sequence's own x"),
-            (F.softmax(raw[:1], -1) @ x, "every sequence used the weights of the first one: softmax(x xᵀ) for each sequence")],
+            (F.softmax(raw[:1], -1) @ x, "every sequence used the weights of the first one: softmax(x xᵀ) for each sequence"),
+            (torch.ones_like(raw) @ x, "every weight is 1 (each output is the sum of all the vectors): a softmax over a dim "
+             "of size 1, the batch (dim 0) of a batch of one? Take it over the keys, dim=-1"),
+            (F.softmax(raw, 0) @ x, "you took the softmax over the batch (dim 0): take it over the keys, dim=-1"),
+            (F.softmax(raw @ x, -1), "you took the softmax of the outputs: softmax the weights x xᵀ first, then multiply by x"),
+            (F.softmax(raw, -1) @ F.softmax(raw, -1) @ x, "you applied the weights twice: y = w x, once")],
             "the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x")
     x = rand(3, 4, 5, seed=9, dtype=torch.bfloat16)
     out = run(x)
@@ -124,7 +136,7 @@ def check_basic_self_attention(fn):
     "Check `fn(x)`: (b, t, e) -> (b, t, e), basic self-attention softmax(x xᵀ) x"
     _check_self_attention(fn)
 
-# %% ../../nbs/01_selfattention.ipynb #6fab0cad
+# %% ../../nbs/01_selfattention.ipynb #df9a02c0
 #| code-fold: true
 # @title check_einsum_self_attention
 def _calls(fn, name):
