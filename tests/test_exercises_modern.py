@@ -2,8 +2,8 @@
 import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.core import assert_check
-from transformers_scratch.attention import rope_angles, apply_rope, repeat_kv
-from transformers_scratch.block import rms_norm, SwiGLU
+from transformers_scratch.modern import rope_angles, apply_rope, repeat_kv
+from transformers_scratch.modern import rms_norm, SwiGLU
 from transformers_scratch.modern import rotary
 from transformers_scratch.checks.modern import check_rotary, check_rms_norm, check_swiglu, check_repeat_kv
 from conftest import stub

@@ -11,7 +11,7 @@ from ..core import *
 from ..attention import *
 from ..config import ModelConfig   # noqa: F401 (as above)
 
-# %% ../../nbs/03_attention.ipynb #1348cdf2
+# %% ../../nbs/03_attention.ipynb #0c23a9f7
 #| code-fold: true
 # @title check_attention
 def _attention_wrongs(q, k, v):
@@ -146,7 +146,7 @@ def check_attention(fn):
     expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "the kept weights should be scaled by 1/(1 - dropout), so "
                                                              "that their expected value is unchanged")
 
-# %% ../../nbs/03_attention.ipynb #36a3ff5c
+# %% ../../nbs/03_attention.ipynb #8691eebf
 #| code-fold: true
 # @title check_split_heads
 @checker(solution='attention.split_heads')
@@ -182,7 +182,7 @@ def check_split_heads(fn):
                 f"{what}: the values are wrong; head r should be x[:, :, r*s:(r+1)*s]")
     on_device(fn, rand(2, 3, 6), 3)
 
-# %% ../../nbs/03_attention.ipynb #48818d74
+# %% ../../nbs/03_attention.ipynb #e41f0411
 #| code-fold: true
 # @title check_merge_heads
 def _merge_error(e, args):
@@ -212,7 +212,7 @@ def check_merge_heads(fn):
             "the values are wrong: out[:, :, r*s:(r+1)*s] should be head r, x[:, r]")
     on_device(fn, rand(2, 3, 4, 5))
 
-# %% ../../nbs/03_attention.ipynb #6aa56fe1
+# %% ../../nbs/03_attention.ipynb #82a96816
 #| code-fold: true
 # @title check_selfattention_forward
 def _wide_reference(sa, x):

@@ -11,7 +11,7 @@ from ..core import *
 from ..block import *
 from ..config import ModelConfig   # noqa: F401 (as above)
 
-# %% ../../nbs/05_block.ipynb #ae5a5219
+# %% ../../nbs/05_block.ipynb #c52f9819
 #| code-fold: true
 # @title check_layer_norm
 def _ln_fixtures():
@@ -71,7 +71,7 @@ def check_layer_norm(fn):
         expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm: is e hard-coded somewhere?")
     on_device(fn, *_ln_fixtures()[0][:3])
 
-# %% ../../nbs/05_block.ipynb #2dea0ab5
+# %% ../../nbs/05_block.ipynb #77d20560
 #| code-fold: true
 # @title check_feedforward
 def _ff_layers(ff, emb, mult):
@@ -175,7 +175,7 @@ def check_feedforward(fn):
                 expect(same(out, f(hid) @ l2.weight.T + l2.bias), f"with act={act!r} the nonlinearity should be {name}, the "
                        f"module that ACTIVATIONS[{act!r}] makes")
 
-# %% ../../nbs/05_block.ipynb #210a648f
+# %% ../../nbs/05_block.ipynb #e1264780
 #| code-fold: true
 # @title check_postnorm_block
 class _Scale(nn.Module):
@@ -275,7 +275,7 @@ def _postnorm_wrongs(blk, x, D):
             ((lambda g: N2(g + F_(g)))(D(N1(x + Ao(x)))), "blk.do goes on the attention output, inside the residual sum, "
              "not after the norm")]
 
-# %% ../../nbs/05_block.ipynb #94a1dad0
+# %% ../../nbs/05_block.ipynb #6b5214dd
 #| code-fold: true
 # @title check_prenorm_block
 @checker(solution='block.prenorm_block')

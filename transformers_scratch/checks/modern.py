@@ -10,7 +10,7 @@ import copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the
 from ..core import *
 from ..config import ModelConfig   # noqa: F401 (as above)
 
-# %% ../../nbs/27_modern.ipynb #2f46ece1
+# %% ../../nbs/27_modern.ipynb #79a7899c
 #| code-fold: true
 # @title check_rotary
 def _turn(x, pos, theta, pairs='halves', sign=1., step=2):
@@ -85,7 +85,7 @@ def check_rotary(fn):
     (q, k, v), kw = _rotary_fixtures()[1]
     on_device(fn, q, k, v, **kw)
 
-# %% ../../nbs/27_modern.ipynb #6ad1eab5
+# %% ../../nbs/27_modern.ipynb #cb2209a7
 #| code-fold: true
 # @title check_rms_norm
 def _rms_fixtures():
@@ -118,7 +118,7 @@ def _rms_wrongs(x, w, eps):
                     "e features, the last dim (-1)"))
     return out
 
-@checker(solution='block.rms_norm')
+@checker(solution='modern.rms_norm')
 def check_rms_norm(fn):
     "Check `fn(x, weight, eps)`: x / √(mean(x²) + eps) · weight over the last dim, for 2-, 3- and 4-D x, float32 and float64, several eps"
     run = Runs(fn, lambda e, a: None)
@@ -135,7 +135,7 @@ def check_rms_norm(fn):
         diagnose(out, ref, _rms_wrongs(x, w, e), f"for x of shape {tuple(x.shape)} the values differ from x / √(mean(x²) + eps) · weight")
     on_device(fn, *_rms_fixtures()[0])
 
-# %% ../../nbs/27_modern.ipynb #4f1a5b37
+# %% ../../nbs/27_modern.ipynb #50567d6b
 #| code-fold: true
 # @title check_swiglu
 def _swiglu_configs():
@@ -183,7 +183,7 @@ def _swiglu_make(fn, c):
         torch.manual_seed(0)
         return Runs(fn)(c)
 
-@checker(solution='block.SwiGLU')
+@checker(solution='modern.SwiGLU')
 def check_swiglu(fn):
     "Check `fn(config)`: a module with `gate`, `up` (emb -> hidden) and `down` (hidden -> emb) computing down(SiLU(gate(x)) · up(x)), then dropout"
     for i, c in enumerate(_swiglu_configs()):
@@ -212,7 +212,7 @@ def check_swiglu(fn):
     m = _swiglu_make(fn, _swiglu_configs()[1]).eval()
     with torch.no_grad(): on_device(lambda mod, x: mod(x), m, rand(2, 3, 6, seed=5))
 
-# %% ../../nbs/27_modern.ipynb #dc351151
+# %% ../../nbs/27_modern.ipynb #2029a02f
 #| code-fold: true
 # @title check_repeat_kv
 def _kv_fixtures():
@@ -220,7 +220,7 @@ def _kv_fixtures():
     return [(rand(3, 4, 2, 2, seed=4, dtype=torch.float64), 2), (rand(2, 2, 5, 4, seed=1), 3), (rand(1, 3, 1, 6, seed=2), 2),
             (rand(2, 1, 3, 4, seed=3), 4), (rand(2, 3, 4, 2, seed=5), 1)]
 
-@checker(solution='attention.repeat_kv')
+@checker(solution='modern.repeat_kv')
 def check_repeat_kv(fn):
     "Check `fn(x, n)`: (b, g, t, s) -> (b, g·n, t, s), each key/value head repeated for the n query heads of its group, in a row"
     run = Runs(fn)
