@@ -206,3 +206,85 @@ def test_filters_one_row():
     "generate filters the logits of one position, (v,): the checks try one row"
     assert_check(check_top_k, top_k_filter, [(k_1d_fails, r'one row of logits \(9,\)')])
     assert_check(check_top_p, top_p_filter, [(p_1d_fails, r'shape \(8,\)')])
+
+
+# --- issue 31: more valid styles, and mistakes from nanoGPT/Hugging Face habits ---------------------------------------
+def s_exp_race(z, T=1.0, generator=None):                   # valid: the exponential race, argmin E / p
+    p = _p(z.float(), T)
+    e = torch.empty_like(p).exponential_(generator=generator)
+    return (e / p).argmin(-1)
+def s_log_space(z, T=1.0, generator=None):                  # valid: log-probabilities over T, renormalised by the draw
+    lp = F.log_softmax(z.float(), -1) / T
+    return torch.multinomial(lp.exp().reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+def s_searchsorted(z, T=1.0, generator=None):               # valid: inverse CDF with searchsorted
+    c = _p(z.float(), T).cumsum(-1)
+    u = torch.rand(z.shape[:-1] + (1,), generator=generator, device=z.device) * c[..., -1:]
+    return torch.searchsorted(c.contiguous(), u).squeeze(-1).clamp(max=z.size(-1) - 1)
+
+def test_sample_valid_styles():
+    for ok in (s_gumbel, s_inverse_cdf, s_exp_race, s_log_space, s_searchsorted): assert_check(check_sample, ok)
+
+def s_probs_over_T(z, T=1.0, generator=None):              # the temperature divides the probabilities: no effect
+    return torch.multinomial((F.softmax(z, -1) / T).reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+def s_argmax_noise(z, T=1.0, generator=None):               # argmax of probabilities times uniform noise: not a draw from p
+    p = _p(z, T)
+    return (p * torch.rand(p.shape, generator=generator, device=z.device)).argmax(-1)
+def s_cpu_gumbel(z, T=1.0, generator=None):                 # Gumbel noise made on the CPU
+    return (z / T - torch.log(-torch.log(torch.rand(z.shape, generator=generator)))).argmax(-1)
+
+def test_sample_issue31():
+    assert_check(check_sample, sample, [
+        (s_probs_over_T, 'temperature has no effect'), (s_argmax_noise, 'do not follow|most likely'), (s_cpu_gumbel, 'device')])
+
+
+def k_sort(z, k):                                           # valid: the k-th value of the sorted row
+    kth = z.sort(-1, descending=True).values[..., min(k, z.size(-1)) - 1:min(k, z.size(-1))]
+    return torch.where(z >= kth, z, torch.full_like(z, NEG))
+def k_scatter(z, k):                                        # valid: the top-k values scattered into a row of -inf
+    vals, idx = torch.topk(z, min(k, z.size(-1)), dim=-1)
+    return torch.full_like(z, NEG).scatter(-1, idx, vals)
+def k_clone_assign(z, k):                                   # valid: on a copy
+    out = z.clone()
+    out[out < _kth(z, k)] = NEG
+    return out
+
+def test_top_k_valid_styles():
+    for ok in (top_k_filter, k_finfo, k_sort, k_scatter, k_clone_assign): assert_check(check_top_k, ok)
+
+def k_no_keepdim(z, k): return z.masked_fill(z < torch.topk(z, min(k, z.size(-1))).values[..., -1], NEG)   # (..., ) does not broadcast
+def k_global_min(z, k): return z.masked_fill(z < torch.topk(z, min(k, z.size(-1))).values.min(), NEG)      # one threshold for all rows
+def k_ge_threshold(z, k): return z.masked_fill(z >= _kth(z, k), NEG)                                       # the mask inverted
+
+def test_top_k_issue31():
+    assert_check(check_top_k, top_k_filter, [
+        (k_no_keepdim, r'keep.*last dim|\.\.\., -1:'), (k_global_min, 'each row|whole batch'), (k_ge_threshold, 'smallest|inverted')])
+
+
+def p_hf(z, p):                                             # valid: Hugging Face's shift right of cumsum > p
+    srt, idx = z.sort(-1, descending=True)
+    remove = F.softmax(srt, -1).cumsum(-1) > p
+    remove = torch.cat([torch.zeros_like(remove[..., :1]), remove[..., :-1]], -1)
+    return z.masked_fill(remove.scatter(-1, idx, remove), NEG)
+def p_hf_ascending(z, p):                                   # valid: Hugging Face's ascending sort, cumsum <= 1 - p
+    srt, idx = z.sort(-1)
+    remove = F.softmax(srt.float(), -1).cumsum(-1) <= 1 - p
+    remove[..., -1:] = False
+    return z.masked_fill(remove.scatter(-1, idx, remove), NEG)
+def p_argsort(z, p):                                        # valid: the mask gathered back with the inverse permutation
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    keep = pr.cumsum(-1) - pr < p
+    return torch.where(keep.gather(-1, idx.argsort(-1)), z, torch.full_like(z, NEG))
+
+def test_top_p_valid_styles():
+    for ok in (p_hf, p_hf_ascending, p_argsort): assert_check(check_top_p, ok)
+
+def p_unsorted_cumsum(z, p):                                # the running total in token order: never sorted
+    pr = F.softmax(z, -1)
+    return z.masked_fill(pr.cumsum(-1) - pr >= p, NEG)
+def p_one_minus(z, p):                                      # the nucleus of 1 - p
+    return top_p_filter(z, 1 - p) if p < 1 else top_p_filter(z, p)
+
+def test_top_p_issue31():
+    assert_check(check_top_p, top_p_filter, [
+        (p_unsorted_cumsum, 'sort|sorted order'), (p_one_minus, 'wrong tokens|p=')])

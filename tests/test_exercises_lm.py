@@ -81,3 +81,29 @@ def test_causal_scores_from_lesson_02():
             return self.k, self.v, pad_mask
     c = Cache(); att(x[:, :4], cache=c)
     torch.testing.assert_close(att(x[:, 4:], cache=c), att(x)[:, 4:], atol=1e-5, rtol=1e-5)   # 2 new queries over 6 keys
+
+
+# --- issue 31: valid styles, and more plausible slips ----------------------------------------------------------------
+def c_rows(s): return mask_scores(s, causal_mask(s.size(-1), device=s.device)[-s.size(-2):])   # valid: the last t_q rows
+def c_arange(s):                                            # valid: positions compared, made on the scores' device
+    tq, tk = s.shape[-2:]
+    i, j = torch.arange(tk - tq, tk, device=s.device), torch.arange(tk, device=s.device)
+    return s.masked_fill(j[None, :] > i[:, None], neg_fill(s.dtype))
+def c_tril(s):                                              # valid: tril with an offset, torch.where
+    tq, tk = s.shape[-2:]
+    see = torch.ones(tq, tk, dtype=torch.bool, device=s.device).tril(tk - tq)
+    return torch.where(see, s, torch.full_like(s, neg_fill(s.dtype)))
+
+def test_causal_scores_valid_styles():
+    for ok in (c_rows, c_arange, c_tril, c_where): assert_check(check_causal_scores, ok)
+
+def c_tril_no_offset(s): return s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril(), neg_fill(s.dtype))
+def c_arange_cpu(s):                                        # positions made on the CPU
+    tq, tk = s.shape[-2:]
+    i, j = torch.arange(tk - tq, tk), torch.arange(tk)
+    return s.masked_fill(j[None, :] > i[:, None], neg_fill(s.dtype))
+def c_first_rows(s): return mask_scores(s, causal_mask(s.size(-1), device=s.device)[:s.size(-2)])
+
+def test_causal_scores_issue31():
+    assert_check(check_causal_scores, causal_scores, [
+        (c_tril_no_offset, r'last\* positions'), (c_arange_cpu, 'device'), (c_first_rows, r'last\* positions')])

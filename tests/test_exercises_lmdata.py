@@ -42,3 +42,28 @@ def test_lm_pair_issue11():
         (lp_plus_one, 'added 1'), (lp_hard_8, 'seq_len=5'), (lp_from_0, 'started at 0'), (lp_i_times_n, r'i \* seq_len'),
         (lp_float, 'dtype'), (lp_squeeze, 'squeeze'), (lp_inplace, 'in place'), (lp_lists, 'tensors'), (lp_x_short, 'seq_len=5')])
     assert_check(check_lm_pair, lp_clone)
+
+
+# --- issue 31: valid styles, and more plausible slips ----------------------------------------------------------------
+import torch
+def lp_unfold(ids, i, n):                                   # valid: windows of n + 1, split
+    w = ids.unfold(0, n + 1, 1)[i]
+    return w[:-1], w[1:]
+def lp_narrow(ids, i, n): return ids.narrow(0, i, n), ids.narrow(0, i + 1, n)   # valid
+def lp_index(ids, i, n):                                    # valid: index with positions made where the ids are
+    j = torch.arange(i, i + n, device=ids.device)
+    return ids[j], ids[j + 1]
+
+def test_lm_pair_valid_styles():
+    for ok in (lp_unfold, lp_narrow, lp_index, lp_clone): assert_check(check_lm_pair, ok)
+
+def lp_roll(ids, i, n): x = ids[i:i + n]; return x, x.roll(-1)                   # the last target wraps round
+def lp_next_window(ids, i, n): return ids[i:i + n], ids[i + n:i + 2 * n]          # the next window, not the next token
+def lp_stacked(ids, i, n): return torch.stack([ids[i:i + n], ids[i + 1:i + n + 1]])   # one (2, n) tensor
+def lp_cpu_list(ids, i, n):                                 # through a Python list: a new tensor on the CPU
+    w = ids.tolist()[i:i + n + 1]
+    return torch.tensor(w[:-1]), torch.tensor(w[1:])
+
+def test_lm_pair_issue31():
+    assert_check(check_lm_pair, lm_pair, [
+        (lp_roll, 'one token later'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device')])

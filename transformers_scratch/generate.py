@@ -6,11 +6,11 @@
 __all__ = ['MIN_TEMPERATURE', 'MAX_NEW_TOKENS', 'sample', 'top_k_filter', 'top_p_filter', 'min_p_filter',
            'validate_sampling_args', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
 
-# %% ../nbs/20_generate.ipynb #756f6e67
+# %% ../nbs/20_generate.ipynb #89eee54c
 import math, operator, inspect, torch, torch.nn.functional as F
 from .runtime import evaluating, model_device
 
-# %% ../nbs/20_generate.ipynb #0879f976
+# %% ../nbs/20_generate.ipynb #13666ccc
 # @title Solution: sample
 def sample(logits,            # (..., v) next-token logits
            temperature=1.0,   # < 1 sharpens the distribution, > 1 flattens it
@@ -21,7 +21,7 @@ def sample(logits,            # (..., v) next-token logits
     ids = torch.multinomial(probs.reshape(-1, probs.size(-1)), 1, generator=generator)  # (rows, 1)
     return ids.view(probs.shape[:-1])
 
-# %% ../nbs/20_generate.ipynb #e01aad91
+# %% ../nbs/20_generate.ipynb #5a05b086
 # @title Solution: top_k_filter
 def top_k_filter(logits,   # (..., v)
                  k,        # how many tokens to keep per row
@@ -31,7 +31,7 @@ def top_k_filter(logits,   # (..., v)
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]          # (..., 1) the k-th largest
     return logits.masked_fill(logits < kth, float('-inf'))
 
-# %% ../nbs/20_generate.ipynb #a8b728ea
+# %% ../nbs/20_generate.ipynb #9e565578
 # @title Solution: top_p_filter
 def top_p_filter(logits,   # (..., v)
                  p,        # probability mass to keep, in (0, 1]
@@ -43,7 +43,7 @@ def top_p_filter(logits,   # (..., v)
     drop = torch.zeros_like(drop).scatter(-1, idx, drop)          # back to the token order
     return logits.masked_fill(drop, float('-inf'))
 
-# %% ../nbs/20_generate.ipynb #d41290dc
+# %% ../nbs/20_generate.ipynb #51ad539a
 def min_p_filter(logits,   # (..., v)
                  min_p,    # in [0, 1): keep tokens with probability >= min_p * the largest probability
                 ):
@@ -51,7 +51,7 @@ def min_p_filter(logits,   # (..., v)
     probs = F.softmax(logits, -1)
     return logits.masked_fill(probs < min_p * probs.max(-1, keepdim=True).values, float('-inf'))
 
-# %% ../nbs/20_generate.ipynb #18982876
+# %% ../nbs/20_generate.ipynb #562e4d33
 def _number(name, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)): raise TypeError(f"{name}: expected a number, got {type(v).__name__}")
     return float(v)
@@ -61,7 +61,7 @@ def _integer(name, v):
     try: return operator.index(v)
     except TypeError: raise TypeError(f"{name}: expected an integer, got {type(v).__name__}") from None
 
-# %% ../nbs/20_generate.ipynb #7146b489
+# %% ../nbs/20_generate.ipynb #04964a9e
 MIN_TEMPERATURE = 1e-4     # a smaller sampling temperature is refused: logits / temperature heads for fp32 overflow
 MAX_NEW_TOKENS = 100_000   # the most new tokens per call: 6-7 minutes of sampling from lesson 22's quick model on 2 busy CPU cores
 
@@ -83,7 +83,7 @@ def validate_sampling_args(temperature=1.0, top_k=None, top_p=None, min_p=None, 
     if n is not None and not 0 <= _integer('n', n) <= MAX_NEW_TOKENS:
         raise ValueError(f"n: the number of new tokens must be in [0, {MAX_NEW_TOKENS:,}], got {n}")
 
-# %% ../nbs/20_generate.ipynb #a62ebab0
+# %% ../nbs/20_generate.ipynb #83c4275a
 def next_token(logits,          # (..., v) logits of the last position
                temperature=1.0, top_k=None, top_p=None, min_p=None,
                greedy=False,    # take the most likely token; temperature and filters are not used
@@ -99,7 +99,7 @@ def next_token(logits,          # (..., v) logits of the last position
     if min_p: z = min_p_filter(z, min_p)
     return sample(z, 1.0, generator)
 
-# %% ../nbs/20_generate.ipynb #c14136b6
+# %% ../nbs/20_generate.ipynb #1c4de7e8
 def _validate_prompt(prompt, n_tokens=None):
     if not isinstance(prompt, torch.Tensor):
         raise TypeError(f"prompt: expected a 1-D LongTensor of token ids, got {type(prompt).__name__}; use torch.tensor(ids)")
@@ -111,7 +111,7 @@ def _validate_prompt(prompt, n_tokens=None):
         raise ValueError(f"prompt: token ids must be in [0, {n_tokens}) for this model, got ids from {int(prompt.min())} to {int(prompt.max())}")
     return prompt.long()
 
-# %% ../nbs/20_generate.ipynb #5a7c0b12
+# %% ../nbs/20_generate.ipynb #58387c7a
 class KVCache:
     "Keys and values of `layers` attention layers for up to `seq_len` positions, in tensors allocated once and written in place"
     def __init__(self, model,           # a model with `seq_len` and `blocks` (a `GenerationTransformer`), or a number of layers
@@ -196,7 +196,7 @@ class _GraphStep:
         self.kv.n += 1
         return self.logits
 
-# %% ../nbs/20_generate.ipynb #8af5ecae
+# %% ../nbs/20_generate.ipynb #6df783ed
 @torch.no_grad()
 def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks` and `forward(x, cache)`
              prompt,            # 1-D LongTensor of token ids
@@ -241,7 +241,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
                 logits = model(seq[-L:][None], cache=kv, **last)[0, -1]
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
-# %% ../nbs/20_generate.ipynb #098e8ff1
+# %% ../nbs/20_generate.ipynb #50dfda26
 def encode_chars(text,   # the text to encode, one token per character
                  stoi,   # dict: character -> id
                 ):
@@ -253,7 +253,7 @@ def encode_chars(text,   # the text to encode, one token per character
                          f"(the vocabulary has {len(stoi)} characters)")
     return [stoi[c] for c in text]
 
-# %% ../nbs/20_generate.ipynb #c0455e6c
+# %% ../nbs/20_generate.ipynb #e4d8c09a
 def _codec(vocab):
     "(encode, decode) functions for `vocab`"
     if hasattr(vocab, 'encode') and hasattr(vocab, 'decode'): return vocab.encode, vocab.decode
@@ -264,7 +264,7 @@ def _codec(vocab):
     stoi = {c: i for i, c in enumerate(chars)}
     return (lambda s: encode_chars(s, stoi)), (lambda ids: ''.join(chars[i] for i in ids))
 
-# %% ../nbs/20_generate.ipynb #4f9d9ada
+# %% ../nbs/20_generate.ipynb #c39dffa3
 def generate_text(model,          # a `GenerationTransformer`
                   vocab,          # `encode`/`decode` object, (encode, decode) pair, or sequence of characters
                   prompt,         # text to continue

@@ -10,7 +10,7 @@ import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in le
 from ..core import *
 from ..generate import *
 
-# %% ../../nbs/20_generate.ipynb #57a95947
+# %% ../../nbs/20_generate.ipynb #f101145f
 #| code-fold: true
 # @title check_sample
 from ..core import expect_like, expect_rate, rand, randint
@@ -25,6 +25,10 @@ def _call_on(fn, z, *args):
         if isinstance(ex, TypeError) and 'positional argument' in str(ex):
             return (f"your function does not take the {len(a)} arguments the check passes ({str(ex)[:80]}): keep the stub's "
                     "signature, every argument included")
+        if 'must match the size of tensor' in str(ex) and z.dim() == 2 and z.size(0) > 1:
+            return (f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on logits {tuple(z.shape)}: a value per row "
+                    "(the k-th largest, a row's total) lost its last dim, so it does not broadcast against its row: keep it "
+                    "([..., -1:], keepdim=True or .unsqueeze(-1))")
         what = (f"a batch of one row {tuple(z.shape)}: a stray .squeeze(), or a size hard-coded?" if z.dim() == 2 and z.size(0) == 1 else
                 f"one row of logits {tuple(z.shape)} (generate passes one position's logits): work on the last dim "
                 "(dim=-1, [..., -1:]) so that any number of leading dims works, none included" if z.dim() == 1 else
@@ -118,7 +122,7 @@ def check_sample(fn):
                "pass it on (the drawing function takes generator=...)")
     on_device(fn, rand(2, 9, seed=3))
 
-# %% ../../nbs/20_generate.ipynb #d8f81883
+# %% ../../nbs/20_generate.ipynb #b594a268
 #| code-fold: true
 # @title check_top_k
 def _slow_top_k(logits, k):
@@ -180,6 +184,8 @@ def check_top_k(fn):
             expect(torch.equal(out[keep], logits[keep]), "the kept logits changed: leave them as they are, only the others become -inf")
             continue
         _filter_wrongs(fn, logits, out, ref, k)
+        expect(not bool((keep == ~ref).all()), "the mask is inverted: you removed the k largest logits and kept the others; "
+               "set to -inf the logits below the k-th largest")
         expect(not bool((keep == _slow_top_k(-logits, k)).all()), "you kept the k smallest logits: keep the k largest (torch.topk returns the largest)")
         expect(not bool((keep == _slow_top_k(logits.reshape(1, -1), k).view(logits.shape)).all()),
                "you kept the k largest logits of the whole batch: keep the k largest of each row (topk over dim=-1)")
@@ -193,7 +199,7 @@ def check_top_k(fn):
                "is a size hard-coded?")
     on_device(fn, rand(2, 9, seed=3), 3)
 
-# %% ../../nbs/20_generate.ipynb #2d1bc7a8
+# %% ../../nbs/20_generate.ipynb #bb1bd9bc
 #| code-fold: true
 # @title check_top_p
 def _slow_top_p(probs, p):
@@ -233,6 +239,8 @@ def check_top_p(fn):
         srt, idx = probs.sort(-1, descending=True)
         sorted_mask = srt.cumsum(-1) - srt < p                    # the right mask, but in sorted order
         expect(not bool((keep == sorted_mask).all()), "the mask is in sorted order: scatter it back to the token positions (mask.scatter(-1, idx, mask))")
+        expect(not bool((keep == (probs.cumsum(-1) - probs < p)).all()), "the running total goes down the tokens in their "
+               "vocabulary order: sort the probabilities first, largest first (sort(-1, descending=True)), then cumsum")
         crossing = torch.zeros_like(keep).scatter(-1, idx, srt.cumsum(-1) <= p)
         expect(not bool((keep == crossing).all()), f"off by one at p={p}: also keep the token that takes the total past p (drop a token only when the tokens before it reach p)")
         asc, aidx = probs.sort(-1)                                # walking up from the least probable token

@@ -352,6 +352,7 @@ def _gpt_run(m, x, c, what='your GPT'):
     expect(not (t > 1 and got == (b, 1, c.n_tokens)), f"return the logits of every position, (b, t, n_tokens), not of the last "
            f"one only (nanoGPT's inference shortcut x[:, [-1]]): got {got}")
     expect_shape(out, (b, t, c.n_tokens), "your GPT's logits")
+    expect(out.device == x.device, f"your GPT's logits should be on the ids' device ({x.device.type}), got {out.device.type}")
     return out
 
 @checker(solution='yourgpt.GPT')
