@@ -195,17 +195,24 @@ def weight_bytes(model):
     "Bytes of `model`'s weights in fp32, tied weights counted once (they are read once per token)"
     return sum(p.numel() * 4 for p in model.parameters())
 
-def roofline(rate, wbytes, tps):
-    """The decoding limit at `rate` GB/s of a model of `wbytes` fp32 weight bytes (every weight read once per token)
-    and each decoder's tokens/s in `tps` as a fraction of it"""
-    limit = rate * 1e9 / wbytes
+def roofline(rates, wbytes, tps):
+    """The decoding limit at the best of `rates` (GB/s) of a model of `wbytes` fp32 weight bytes (every weight read once
+    per token) and each decoder's tokens/s in `tps` as a fraction of it; also as a fraction of what the best
+    matrix-vector product alone reaches (the rate a decoder's matrix products can hope for with this BLAS)"""
+    rate = max(r['best_gb_per_s'] for r in rates)
+    mv = max(r['gb_per_s']['matvec'] for r in rates)
+    limit, mv_limit = rate * 1e9 / wbytes, mv * 1e9 / wbytes
     return {'weight_mb_fp32': round(wbytes / 1e6, 1), 'read_gb_per_s': rate, 'limit_tokens_per_s': round(limit, 1),
-            'fraction_of_limit': {k: round(v / limit, 2) for k, v in tps.items()}}
+            'fraction_of_limit': {k: round(v / limit, 2) for k, v in tps.items()},
+            'matvec_gb_per_s': mv, 'matvec_limit_tokens_per_s': round(mv_limit, 1),
+            'fraction_of_matvec_limit': {k: round(v / mv_limit, 2) for k, v in tps.items()}}
 
 def say_roofline(name, r):
-    f = r['fraction_of_limit']
+    f, m = r['fraction_of_limit'], r['fraction_of_matvec_limit']
     print(f"{name} roofline: {r['weight_mb_fp32']:.0f} MB of fp32 weights at {r['read_gb_per_s']:.1f} GB/s: limit "
-          f"{r['limit_tokens_per_s']:.1f} tok/s; ours {f['ours']:.2f} of it, Hugging Face {f['hugging_face']:.2f}")
+          f"{r['limit_tokens_per_s']:.1f} tok/s; ours {f['ours']:.2f} of it, Hugging Face {f['hugging_face']:.2f} "
+          f"(at the matrix-vector rate, {r['matvec_gb_per_s']:.1f} GB/s = {r['matvec_limit_tokens_per_s']:.1f} tok/s: "
+          f"ours {m['ours']:.2f}, Hugging Face {m['hugging_face']:.2f})")
 
 def race(runs, n, rounds, dev):
     "Interleaved greedy decoding of `n` tokens by `runs` {'ours': f, 'hugging_face': g}: tokens/s of each, ours / theirs, same tokens?"
@@ -334,6 +341,8 @@ def main():
                'cpu_count': os.cpu_count(), 'torch_threads': torch.get_num_threads(), 'torch': torch.__version__,
                'platform': platform.platform(), 'load_average': [round(l, 2) for l in os.getloadavg()]}
     print(json.dumps(machine))
+    print(f"machine: {machine['gpu'] or machine['cpu']}, {machine['cpu_count']} CPU cores, {machine['torch_threads']} torch "
+          f"threads, load average {machine['load_average'][0]}")
     out = {'machine': machine}
     if 'kv' in what:
         a.emb, a.heads, a.depth, a.seq_len = 384, 6, 6, 256
@@ -355,7 +364,7 @@ def main():
               f"; the limit uses the best, {rate} GB/s")
         for k in ('gpt2', 'llama'):
             if k in out:
-                out[k]['roofline'] = roofline(rate, out[k]['weight_bytes'], out[k]['tokens_per_s'])
+                out[k]['roofline'] = roofline(out['read_rate'], out[k]['weight_bytes'], out[k]['tokens_per_s'])
                 say_roofline(k, out[k]['roofline'])
                 print(f"{k}: ours / Hugging Face = {out[k]['ours_vs_hugging_face']:.2f}x, tokens "
                       f"{'identical' if out[k]['identical_tokens'] else 'DIFFER'}")
