@@ -325,3 +325,366 @@ def test_checks_give_a_verdict_on_garbage(check):
     "A wrong answer of any kind ends in the check's own verdict (CheckError), never in a crash of the check's code"
     for fn in GARBAGE:
         with pytest.raises(CheckError): check(fn)
+
+
+# --- issue 31: valid answers in other styles pass; new plausible mistakes are named ------------------------------------
+def vl_count_nonzero(x, pad_idx=1): return torch.count_nonzero(x != pad_idx, dim=1)
+def vl_minus_pads(x, pad_idx=1):    return x.size(1) - (x == pad_idx).sum(-1)
+def vl_first_pad_guarded(x, pad_idx=1):                    # right padding: the first pad's index, t for a full row
+    is_pad = (x == pad_idx)
+    return torch.where(is_pad.any(1), is_pad.int().argmax(1), torch.full_like(is_pad[:, 0], x.size(1), dtype=torch.long))
+def vl_cumsum(x, pad_idx=1):        return (x != pad_idx).long().cumsum(1)[:, -1]
+
+def test_check_valid_lens_valid_styles():
+    for fn in (vl_count_nonzero, vl_minus_pads, vl_first_pad_guarded, vl_cumsum):
+        assert_check(check_valid_lens, fn)
+
+def vl_last_index(x, pad_idx=1):  return (x != pad_idx).sum(1) - 1          # the index of the last real token
+def vl_plus_one(x, pad_idx=1):    return (x != pad_idx).sum(1) + 1          # counts the EOS that is not there
+def vl_batch_dim(x, pad_idx=1):   return (x != pad_idx).sum(0)
+def vl_greater(x, pad_idx=1):     return (x > pad_idx).sum(1)
+def vl_cpu(x, pad_idx=1):         return (x != pad_idx).sum(1).cpu()
+
+def test_check_valid_lens_new_mistakes():
+    assert_check(check_valid_lens, valid_lens, [
+        (vl_last_index, 'one short'), (vl_plus_one, 'one too long'), (vl_batch_dim, 'along the batch'),
+        (vl_greater, 'greater than pad_idx'), (vl_cpu, 'device')])
+
+
+def ca_sdpa(ca, x, m, pm=None):           # SDPA with an additive mask; a query that sees no key gets zeros afterwards
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    mask = None if pm is None else torch.zeros(pm.shape, dtype=q.dtype, device=q.device).masked_fill(~pm, neg_fill(q.dtype))[:, None, None, :]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=ca.dropout if ca.training else 0.)
+    if pm is not None: out = out * pm.any(-1)[:, None, None, None].to(out.dtype)
+    return ca.unifyheads(merge_heads(out))
+
+def ca_einsum(ca, x, m, pm=None):         # einsum and torch.where, heads reshaped by hand
+    b, t, e = x.shape; h = ca.heads; s = e // h
+    q = ca.toqueries(x).view(b, t, h, s)
+    k, v = ca.tokeys(m).view(b, -1, h, s), ca.tovalues(m).view(b, -1, h, s)
+    w = torch.einsum('bqhs,bkhs->bhqk', q, k) / s ** 0.5
+    if pm is not None:
+        keep = pm[:, None, None, :]
+        w = torch.where(keep, w, torch.full_like(w, neg_fill(w.dtype))).softmax(-1)
+        w = torch.where(keep, w, torch.zeros_like(w))
+    else: w = w.softmax(-1)
+    w = F.dropout(w, ca.dropout, ca.training)
+    return ca.unifyheads(torch.einsum('bhqk,bkhs->bqhs', w, v).reshape(b, t, e))
+
+def ca_upcast(ca, x, m, pm=None):         # scores and softmax in float32, back to x's dtype
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = (q.float() @ k.float().transpose(-2, -1)) * q.size(-1) ** -0.5
+    if pm is not None: w = w.masked_fill(~pm[:, None, None, :], torch.finfo(torch.float32).min)
+    w = w.softmax(-1)
+    if pm is not None: w = w * pm[:, None, None, :]
+    w = F.dropout(w, ca.dropout, ca.training).to(x.dtype)
+    return ca.unifyheads(merge_heads(w @ v))
+
+def test_check_cross_attention_valid_styles():
+    for fn in (ca_sdpa, ca_einsum, ca_upcast):
+        assert_check(check_cross_attention, fn)
+
+def _ca_do(ca, x, m, pm=None, where='weights', p=None, always=False):
+    "The solution with dropout placed at `where`; `always`: F.dropout without its training argument"
+    do = lambda t: F.dropout(t, ca.dropout if p is None else p, True if always else ca.training)
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    if where == 'values': v = do(v)
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if where == 'scores': w = do(w)
+    from transformers_scratch.masks import masked_softmax
+    w = masked_softmax(w, None if pm is None else pm[:, None, None, :])
+    if where in ('weights', 'twice'): w = do(w)
+    if where == 'twice': w = do(w)
+    out = merge_heads(w @ v)
+    if where == 'heads': out = do(out)
+    out = ca.unifyheads(out)
+    return do(out) if where == 'output' else out
+
+def ca_do_output(ca, x, m, pm=None):  return _ca_do(ca, x, m, pm, 'output')
+def ca_do_heads(ca, x, m, pm=None):   return _ca_do(ca, x, m, pm, 'heads')
+def ca_do_values(ca, x, m, pm=None):  return _ca_do(ca, x, m, pm, 'values')
+def ca_do_scores(ca, x, m, pm=None):  return _ca_do(ca, x, m, pm, 'scores')
+def ca_do_twice(ca, x, m, pm=None):   return _ca_do(ca, x, m, pm, 'twice')
+def ca_do_p01(ca, x, m, pm=None):     return _ca_do(ca, x, m, pm, p=0.1)
+def ca_do_always(ca, x, m, pm=None):  return _ca_do(ca, x, m, pm, always=True)
+def ca_new_dropout(ca, x, m, pm=None):                  # a fresh nn.Dropout is in training mode, whatever ca's mode
+    import torch.nn as nn
+    return _ca_do(ca, x, m, pm, 'none_') if False else _ca_new(ca, x, m, pm, nn.Dropout(ca.dropout))
+def _ca_new(ca, x, m, pm, drop):
+    from transformers_scratch.masks import masked_softmax
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = drop(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), None if pm is None else pm[:, None, None, :]))
+    return ca.unifyheads(merge_heads(w @ v))
+def ca_memory_queries(ca, x, m, pm=None):               # queries from the memory, keys and values from x (roles swapped)
+    return _ca(ca, m, x, None)
+def ca_causal(ca, x, m, pm=None):                       # a causal mask in cross-attention as well
+    tq, tk = x.size(1), m.size(1)
+    cm = torch.ones(tq, tk, dtype=torch.bool, device=x.device).tril()
+    full = cm[None] if pm is None else cm[None] & pm[:, None, :]
+    from transformers_scratch.masks import masked_softmax
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = F.dropout(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), full[:, None]), ca.dropout, ca.training)
+    return ca.unifyheads(merge_heads(w @ v))
+def ca_mask_arange_cpu(ca, x, m, pm=None):              # lengths turned into a mask with a CPU arange
+    if pm is None: return cross_attention(ca, x, m)
+    lens = pm.sum(1)
+    return cross_attention(ca, x, m, torch.arange(m.size(1)) < lens[:, None])
+
+def test_check_cross_attention_new_mistakes():
+    assert_check(check_cross_attention, cross_attention, [
+        (ca_do_output, 'output \\(after unifyheads\\)'), (ca_do_heads, 'merged heads'), (ca_do_values, 'to the values'),
+        (ca_do_scores, 'before the softmax'), (ca_do_twice, 'twice'), (ca_do_p01, 'not a constant'),
+        (ca_do_always, 'eval mode two calls'), (ca_new_dropout, 'eval mode two calls'),
+        (ca_memory_queries, 't_m positions|queries come from x'), (ca_causal, 'values are wrong|causal'),
+        (ca_mask_arange_cpu, 'made on the CPU|device')])
+
+
+def db_residual_first(blk, x, m, pad=None, mpad=None, cache=None):   # blk.do written as F.dropout with blk.do's p: valid
+    do = lambda t: F.dropout(t, blk.do.p, blk.training)
+    if blk.prenorm:
+        h = x + do(blk.attention(blk.norm1(x), pad, cache))
+        h = h + do(blk.cross_attention(blk.norm2(h), mpad, cache, kv=m))
+        return h + blk.ff(blk.norm3(h))
+    h = blk.norm1(x + do(blk.attention(x, pad, cache)))
+    h = blk.norm2(h + do(blk.cross_attention(h, mpad, cache, kv=m)))
+    return blk.norm3(h + blk.ff(h))
+
+def db_table(blk, x, m, pad=None, mpad=None, cache=None):            # the three sublayers as a table, one loop
+    subs = [(blk.norm1, lambda h: blk.do(blk.attention(h, pad, cache))),
+            (blk.norm2, lambda h: blk.do(blk.cross_attention(h, mpad, cache, kv=m))),
+            (blk.norm3, blk.ff)]
+    h = x
+    for norm, f in subs: h = h + f(norm(h)) if blk.prenorm else norm(h + f(h))
+    return h
+
+def db_forward_kwargs(blk, x, m, pad=None, mpad=None, cache=None):   # keywords, torch.add
+    if not blk.prenorm:
+        h = blk.norm1(torch.add(x, blk.do(blk.attention(x, pad_mask=pad, cache=cache))))
+        h = blk.norm2(torch.add(h, blk.do(blk.cross_attention(h, pad_mask=mpad, cache=cache, kv=m))))
+        return blk.norm3(torch.add(h, blk.ff(h)))
+    a = blk.attention(blk.norm1(x), pad_mask=pad, cache=cache)
+    h = torch.add(x, blk.do(a))
+    c = blk.cross_attention(blk.norm2(h), pad_mask=mpad, cache=cache, kv=m)
+    h = torch.add(h, blk.do(c))
+    return torch.add(h, blk.ff(blk.norm3(h)))
+
+def test_check_decoder_block_valid_styles():
+    for fn in (db_residual_first, db_table, db_forward_kwargs):
+        assert_check(check_decoder_block, fn)
+
+def _dbt(blk, x, m, pad=None, mpad=None, cache=None, on='sub', twice=False, p=None, always=False):
+    "The solution with its dropout moved: `on` 'sum' (the residual sum) or 'in' (the sublayer's input); `p` a constant"
+    do = blk.do if p is None and not always else (lambda t: F.dropout(t, blk.do.p if p is None else p, True if always else blk.training))
+    d = (lambda t: do(do(t))) if twice else do
+    subs = [(blk.norm1, lambda h: blk.attention(h, pad, cache), True), (blk.norm2, lambda h: blk.cross_attention(h, mpad, cache, kv=m), True),
+            (blk.norm3, blk.ff, False)]
+    h = x
+    for n, f, use in subs:
+        dd = d if use else (lambda t: t)
+        if blk.prenorm: h = h + dd(f(n(h))) if on == 'sub' else dd(h + f(n(h))) if on == 'sum' else h + f(dd(n(h)))
+        else: h = n(h + dd(f(h))) if on == 'sub' else n(dd(h + f(h))) if on == 'sum' else n(h + f(dd(h)))
+    return h
+
+def db_do_on_sum(blk, x, m, pad=None, mpad=None, cache=None):   return _dbt(blk, x, m, pad, mpad, cache, on='sum')
+def db_do_on_input(blk, x, m, pad=None, mpad=None, cache=None): return _dbt(blk, x, m, pad, mpad, cache, on='in')
+def db_do_twice(blk, x, m, pad=None, mpad=None, cache=None):    return _dbt(blk, x, m, pad, mpad, cache, twice=True)
+def db_do_p01(blk, x, m, pad=None, mpad=None, cache=None):      return _dbt(blk, x, m, pad, mpad, cache, p=0.1)
+def db_do_always(blk, x, m, pad=None, mpad=None, cache=None):   return _dbt(blk, x, m, pad, mpad, cache, always=True)
+def db_memory_from_x(blk, x, m, pad=None, mpad=None, cache=None):   # the cross-attention's keys from the decoder stream
+    return _db(blk, x, x, pad, pad)
+def db_ln_memory_norm3(blk, x, m, pad=None, mpad=None, cache=None): # the memory through the MLP's norm
+    return _db(blk, x, blk.norm3(m), pad, mpad)
+
+def test_check_decoder_block_new_mistakes():
+    assert_check(check_decoder_block, decoder_block, [
+        (db_do_on_sum, 'residual sum'), (db_do_on_input, "sublayer's input"), (db_do_twice, 'twice'),
+        (db_do_p01, 'not a constant'), (db_do_always, 'eval mode two calls'),
+        (db_memory_from_x, 'raised|values of the|memory'), (db_ln_memory_norm3, 'values of the|memory')])
+
+
+def tf_loop(t, bos_idx=2, eos_idx=3, pad_idx=1):                  # row by row, on a copy
+    b, n = t.shape
+    dec = torch.cat([torch.full((b, 1), bos_idx, dtype=t.dtype, device=t.device), t], 1)
+    lab = torch.cat([t, torch.full((b, 1), pad_idx, dtype=t.dtype, device=t.device)], 1)
+    for i in range(b):
+        lab[i, int((t[i] != pad_idx).sum())] = eos_idx
+    return dec, lab
+def tf_where(t, bos_idx=2, eos_idx=3, pad_idx=1):                 # torch.where on a column index, F.pad
+    lens = (t != pad_idx).sum(1, keepdim=True)
+    lab = F.pad(t, (0, 1), value=pad_idx)
+    cols = torch.arange(lab.size(1), device=t.device)[None]
+    return F.pad(t, (1, 0), value=bos_idx), torch.where(cols == lens, torch.full_like(lab, eos_idx), lab)
+def tf_index(t, bos_idx=2, eos_idx=3, pad_idx=1):                 # advanced indexing with (rows, lengths)
+    b = t.size(0)
+    lab = torch.cat([t, t.new_full((b, 1), pad_idx)], 1)
+    lab[torch.arange(b, device=t.device), (t != pad_idx).sum(1)] = eos_idx
+    return torch.cat([t.new_full((b, 1), bos_idx), t], 1), lab
+
+def test_check_teacher_forcing_valid_styles():
+    for fn in (tf_loop, tf_where, tf_index):
+        assert_check(check_teacher_forcing, fn)
+
+def tf_eos_over_last(t, bos_idx=2, eos_idx=3, pad_idx=1):       # EOS at length - 1: it overwrites the last token
+    dec, lab = teacher_forcing(t, bos_idx, eos_idx, pad_idx)
+    b = t.size(0); n = (t != pad_idx).sum(1)
+    lab = torch.cat([t, t.new_full((b, 1), pad_idx)], 1)
+    lab[torch.arange(b), (n - 1).clamp(min=0)] = eos_idx
+    return dec, lab
+def tf_eos_late(t, bos_idx=2, eos_idx=3, pad_idx=1):            # EOS at length + 1
+    b = t.size(0); n = (t != pad_idx).sum(1)
+    lab = torch.cat([t, t.new_full((b, 1), pad_idx)], 1)
+    lab[torch.arange(b), (n + 1).clamp(max=t.size(1))] = eos_idx
+    return teacher_forcing(t, bos_idx, eos_idx, pad_idx)[0], lab
+def tf_eos_columns(t, bos_idx=2, eos_idx=3, pad_idx=1):         # lab[:, lens] = eos: every length in every row
+    b = t.size(0)
+    lab = torch.cat([t, t.new_full((b, 1), pad_idx)], 1)
+    lab[:, (t != pad_idx).sum(1)] = eos_idx
+    return teacher_forcing(t, bos_idx, eos_idx, pad_idx)[0], lab
+def tf_pads_to_eos(t, bos_idx=2, eos_idx=3, pad_idx=1):         # every pad became EOS
+    dec, lab = teacher_forcing(t, bos_idx, eos_idx, pad_idx)
+    return dec, lab.masked_fill(lab == pad_idx, eos_idx)
+def tf_cpu(t, bos_idx=2, eos_idx=3, pad_idx=1):                 # the new columns made on the CPU
+    b = t.size(0)
+    dec = torch.cat([torch.full((b, 1), bos_idx), t], 1)
+    lab = torch.cat([t, torch.full((b, 1), pad_idx)], 1)
+    return dec, lab.scatter(1, (t != pad_idx).sum(1, keepdim=True), eos_idx)
+def tf_dec_eos(t, bos_idx=2, eos_idx=3, pad_idx=1):             # the decoder input ends with EOS, the labels don't
+    dec, lab = teacher_forcing(t, bos_idx, eos_idx, pad_idx)
+    return lab.roll(1, 1).index_fill(1, torch.tensor([0]), bos_idx), torch.cat([t, t.new_full((t.size(0), 1), pad_idx)], 1)
+
+def test_check_teacher_forcing_new_mistakes():
+    assert_check(check_teacher_forcing, teacher_forcing, [
+        (tf_eos_over_last, 'overwrote'), (tf_eos_late, 'too far right'), (tf_eos_columns, 'more than one EOS'),
+        (tf_pads_to_eos, 'more than one EOS'), (tf_cpu, 'made on the CPU|device'), (tf_dec_eos, 'no EOS|labels')])
+
+
+def sl_manual(lg, lab, pad_idx=1, smoothing=0.):                 # the formula written out: gather and masked sums
+    lp = F.log_softmax(lg, -1)
+    nll = -lp.gather(-1, lab.clamp(min=0)[..., None])[..., 0]
+    smooth = -lp.mean(-1)
+    real = (lab != pad_idx).to(lg.dtype)
+    return (((1 - smoothing) * nll + smoothing * smooth) * real).sum() / real.sum()
+def sl_boolean(lg, lab, pad_idx=1, smoothing=0.):                # keep the real tokens first, then the plain loss
+    real = lab != pad_idx
+    return F.cross_entropy(lg[real], lab[real], label_smoothing=smoothing)
+def sl_transpose(lg, lab, pad_idx=1, smoothing=0.):              # (b, v, t) as F.cross_entropy takes it
+    return F.cross_entropy(lg.transpose(1, 2), lab, ignore_index=pad_idx, label_smoothing=smoothing)
+def sl_kl(lg, lab, pad_idx=1, smoothing=0.):                     # a smoothed target distribution, soft-label cross-entropy
+    v = lg.size(-1)
+    target = F.one_hot(lab.clamp(min=0), v).to(lg.dtype) * (1 - smoothing) + smoothing / v
+    real = lab != pad_idx
+    return -(target * F.log_softmax(lg, -1)).sum(-1)[real].mean()
+
+def test_check_seq2seq_loss_valid_styles():
+    for fn in (sl_manual, sl_boolean, sl_transpose, sl_kl):
+        assert_check(check_seq2seq_loss, fn)
+
+def sl_smooth_pads(lg, lab, pad_idx=1, smoothing=0.):            # the smoothing term averaged over every position
+    lp = F.log_softmax(lg, -1)
+    return (1 - smoothing) * F.cross_entropy(*_flat(lg, lab), ignore_index=pad_idx) + smoothing * (-lp.mean(-1)).mean()
+def sl_smooth_sum(lg, lab, pad_idx=1, smoothing=0.):             # ε on every class: a sum over the classes
+    lp, real = F.log_softmax(lg, -1), lab != pad_idx
+    return (1 - smoothing) * F.cross_entropy(*_flat(lg, lab), ignore_index=pad_idx) + smoothing * (-lp.sum(-1))[real].mean()
+def sl_smooth_added(lg, lab, pad_idx=1, smoothing=0.):           # 1 instead of 1 - ε on the right token
+    lp, real = F.log_softmax(lg, -1), lab != pad_idx
+    return F.cross_entropy(*_flat(lg, lab), ignore_index=pad_idx) + smoothing * (-lp.mean(-1))[real].mean()
+def sl_shifted(lg, lab, pad_idx=1, smoothing=0.):                # a language model's shift, once too many
+    return seq2seq_loss(lg[:, :-1], lab[:, 1:], pad_idx, smoothing)
+def sl_nll_raw(lg, lab, pad_idx=1, smoothing=0.):                # nll_loss on raw logits
+    return F.nll_loss(*_flat(lg, lab), ignore_index=pad_idx)
+
+def test_check_seq2seq_loss_new_mistakes():
+    assert_check(check_seq2seq_loss, seq2seq_loss, [
+        (sl_smooth_pads, 'smoothing term counts the pads'), (sl_smooth_sum, 'EVERY class'), (sl_smooth_added, '1 - ε'),
+        (sl_shifted, 'shifted logits and labels'), (sl_nll_raw, 'log-probabilities')])
+
+
+def gd_strip(m, s, max_len=50, bos_idx=2, eos_idx=3):            # max_len steps without stopping, cut at the first EOS
+    was = m.training; m.eval()
+    ys = torch.tensor([[bos_idx]], device=s.device)
+    with torch.no_grad():
+        for _ in range(max_len): ys = torch.cat([ys, m(s[None], ys)[:, -1].argmax(-1, keepdim=True)], 1)
+    m.train(was)
+    out = ys[0, 1:]
+    hit = (out == eos_idx).nonzero()
+    return out[:int(hit[0])] if len(hit) else out
+def gd_beam1(m, s, max_len=50, bos_idx=2, eos_idx=3):            # beam search of width 1, log-probabilities
+    was = m.training; m.eval()
+    beams = [([bos_idx], 0.)]
+    try:
+        with torch.no_grad():
+            for _ in range(max_len):
+                ys, score = beams[0]
+                lp = F.log_softmax(m(s[None], torch.tensor([ys], device=s.device))[0, -1], -1)
+                top = lp.topk(1)
+                beams = sorted([(ys + [int(i)], score + float(v)) for v, i in zip(top.values, top.indices)], key=lambda c: -c[1])[:1]
+                if beams[0][0][-1] == eos_idx: break
+    finally: m.train(was)
+    ys = beams[0][0][1:]
+    return torch.tensor(ys[:-1] if ys and ys[-1] == eos_idx else ys, dtype=torch.long, device=s.device)
+def gd_list_loop(m, s, max_len=50, bos_idx=2, eos_idx=3):        # a Python list of ids, torch.no_grad as a decorator
+    @torch.no_grad()
+    def run():
+        ys = [bos_idx]
+        while len(ys) <= max_len:
+            nxt = m(s.unsqueeze(0), torch.tensor(ys, device=s.device).unsqueeze(0))[0, -1].softmax(-1).argmax().item()
+            if nxt == eos_idx: break
+            ys.append(nxt)
+        return torch.tensor(ys[1:], dtype=torch.long, device=s.device)
+    was = m.training; m.eval()
+    try: return run()
+    finally: m.train(was)
+
+def test_check_greedy_decode_valid_styles():
+    for fn in (gd_strip, gd_beam1, gd_list_loop):
+        assert_check(check_greedy_decode, fn)
+
+def gd_last_only(m, s, max_len=50, bos_idx=2, eos_idx=3):        # only the newest token fed back, no cache
+    was = m.training; m.eval()
+    ys = [bos_idx]
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = int(m(s[None], torch.tensor([ys[-1:]]))[0, -1].argmax())
+            if nxt == eos_idx: break
+            ys.append(nxt)
+    m.train(was)
+    return torch.tensor(ys[1:], dtype=torch.long)
+def gd_sample(m, s, max_len=50, bos_idx=2, eos_idx=3):           # samples instead of taking the argmax
+    was = m.training; m.eval()
+    ys = [bos_idx]
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = int(torch.multinomial(m(s[None], torch.tensor([ys]))[0, -1].softmax(-1), 1))
+            if nxt == eos_idx: break
+            ys.append(nxt)
+    m.train(was)
+    return torch.tensor(ys[1:], dtype=torch.long)
+def gd_from_eos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, eos_idx, eos_idx)
+def gd_hard_eos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, bos_idx, 3)
+def gd_no_batch(m, s, max_len=50, bos_idx=2, eos_idx=3):         # the source without its batch dim
+    ys = [bos_idx]
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = int(m(s, torch.tensor(ys))[-1].argmax())
+            if nxt == eos_idx: break
+            ys.append(nxt)
+    return torch.tensor(ys[1:])
+def gd_skip_eos(m, s, max_len=50, bos_idx=2, eos_idx=3):         # never stops, drops the EOS ids it meets
+    out = _gd(m, s, max_len, bos_idx, eos_idx, stop=False)
+    return out[out != eos_idx]
+def gd_cpu(m, s, max_len=50, bos_idx=2, eos_idx=3):              # the target so far made on the CPU
+    was = m.training; m.eval()
+    ys = torch.tensor([[bos_idx]])
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = m(s[None], ys)[0, -1].argmax()
+            if nxt == eos_idx: break
+            ys = torch.cat([ys, nxt.view(1, 1)], 1)
+    m.train(was)
+    return ys[0, 1:]
+
+def test_check_greedy_decode_new_mistakes():
+    assert_check(check_greedy_decode, greedy_decode, [
+        (gd_last_only, 'newest token'), (gd_sample, 'does not sample'), (gd_from_eos, 'started from eos_idx'),
+        (gd_hard_eos, 'after EOS'), (gd_no_batch, 'src\\[None\\]'), (gd_skip_eos, 'after EOS'),
+        (gd_cpu, 'made on the CPU|device')])

@@ -6,7 +6,7 @@
 __all__ = ['valid_lens', 'cross_attention', 'DecoderBlock', 'decoder_block', 'Seq2SeqTransformer', 'teacher_forcing',
            'seq2seq_loss', 'Seq2SeqLoss', 'greedy_decode', 'translate_batch', 'translate']
 
-# %% ../nbs/30_seq2seq.ipynb #2c30bea8
+# %% ../nbs/30_seq2seq.ipynb #b56c8867
 import torch, torch.nn as nn, torch.nn.functional as F
 from dataclasses import replace
 from .config import ConfigError
@@ -17,7 +17,7 @@ from .models import Trunk, validate_tokens, init_weights
 from .generate import KVCache, _integer
 from .runtime import evaluating, model_device
 
-# %% ../nbs/30_seq2seq.ipynb #048a632a
+# %% ../nbs/30_seq2seq.ipynb #8893edd9
 # @title Solution: valid_lens
 def valid_lens(tokens,      # (b, t) right-padded token ids
                pad_idx=1,   # the id of padding
@@ -25,7 +25,7 @@ def valid_lens(tokens,      # (b, t) right-padded token ids
     "(b,) long: how many real (non-pad) tokens each row of `tokens` has"
     return (tokens != pad_idx).sum(1)
 
-# %% ../nbs/30_seq2seq.ipynb #113cfe21
+# %% ../nbs/30_seq2seq.ipynb #f5474ae6
 # @title Solution: cross_attention
 def cross_attention(sa, x, memory, memory_pad_mask=None):
     "(b, t_x, e) -> (b, t_x, e): `sa(x, memory_pad_mask, kv=memory)` of `SelfAttention` `sa` written out"
@@ -38,7 +38,7 @@ def cross_attention(sa, x, memory, memory_pad_mask=None):
     w = F.dropout(masked_softmax(w, mask), sa.dropout, sa.training)   # lesson 02: a query that sees no key gets zeros
     return sa.unifyheads(merge_heads(w @ v))             # (b, t_x, e)
 
-# %% ../nbs/30_seq2seq.ipynb #a42ff4dd
+# %% ../nbs/30_seq2seq.ipynb #a49ce6e1
 class DecoderBlock(TransformerBlock):
     "A `TransformerBlock` with cross-attention to a memory between its causal self-attention and its MLP"
     def __init__(self, config,           # a `ModelConfig`; both attentions, the MLP and the norms are built from it
@@ -57,7 +57,7 @@ class DecoderBlock(TransformerBlock):
         "(b, t, e) -> (b, t, e)"
         return decoder_block(self, x, memory, pad_mask, memory_pad_mask, cache)
 
-# %% ../nbs/30_seq2seq.ipynb #842aa911
+# %% ../nbs/30_seq2seq.ipynb #904ddeab
 # @title Solution: decoder_block
 def decoder_block(blk, x, memory, pad_mask=None, memory_pad_mask=None, cache=None):
     "The forward of `DecoderBlock` `blk`: self-attention, cross-attention, MLP, pre-norm or post-norm"
@@ -69,7 +69,7 @@ def decoder_block(blk, x, memory, pad_mask=None, memory_pad_mask=None, cache=Non
     h = blk.norm2(h + blk.do(blk.cross_attention(h, memory_pad_mask, cache, kv=memory)))
     return blk.norm3(h + blk.ff(h))
 
-# %% ../nbs/30_seq2seq.ipynb #e55c7d7a
+# %% ../nbs/30_seq2seq.ipynb #3ac1cd8b
 class Seq2SeqTransformer(nn.Module):
     "Transformer encoder–decoder: source ids (b, t_src) and target ids (b, t_tgt) -> logits (b, t_tgt, n_tokens)"
     def __init__(self, config):      # a `ModelConfig` with `src_tokens`, the source vocabulary (`n_tokens`: the target's)
@@ -107,7 +107,7 @@ class Seq2SeqTransformer(nn.Module):
         if src.size(0) != tgt.size(0): raise ValueError(f"tgt: expected {src.size(0)} rows like src, got {tgt.size(0)}")
         return self.decode(tgt, self.encode(src), self.encoder.pad_mask(src))
 
-# %% ../nbs/30_seq2seq.ipynb #48f7bba7
+# %% ../nbs/30_seq2seq.ipynb #c3b01cc6
 # @title Solution: teacher_forcing
 def teacher_forcing(tgt,          # (b, t) right-padded target ids, without BOS or EOS
                     bos_idx=2, eos_idx=3, pad_idx=1):
@@ -119,7 +119,7 @@ def teacher_forcing(tgt,          # (b, t) right-padded target ids, without BOS 
     lens = (tgt != pad_idx).sum(1, keepdim=True)                                # (b, 1) where EOS goes
     return dec, lab.scatter(1, lens, eos_idx)
 
-# %% ../nbs/30_seq2seq.ipynb #788525e3
+# %% ../nbs/30_seq2seq.ipynb #66d2d785
 # @title Solution: seq2seq_loss
 def seq2seq_loss(logits,          # (b, t, v)
                  labels,          # (b, t) target ids, `pad_idx` where there is nothing to predict
@@ -130,7 +130,7 @@ def seq2seq_loss(logits,          # (b, t, v)
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=pad_idx,
                            label_smoothing=smoothing)
 
-# %% ../nbs/30_seq2seq.ipynb #ddaee0b8
+# %% ../nbs/30_seq2seq.ipynb #b3d6e388
 class Seq2SeqLoss(nn.Module):
     "`seq2seq_loss` as a module, for a fastai `Learner`"
     def __init__(self, pad_idx=1, smoothing=0.):
@@ -139,7 +139,7 @@ class Seq2SeqLoss(nn.Module):
         self.pad_idx, self.smoothing = pad_idx, smoothing
     def forward(self, logits, labels): return seq2seq_loss(logits, labels, self.pad_idx, self.smoothing)
 
-# %% ../nbs/30_seq2seq.ipynb #301b5831
+# %% ../nbs/30_seq2seq.ipynb #854f6db0
 # @title Solution: greedy_decode
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, bos_idx=2, eos_idx=3):
@@ -152,7 +152,7 @@ def greedy_decode(model, src, max_len=50, bos_idx=2, eos_idx=3):
             ys = torch.cat([ys, nxt.view(1, 1)], 1)
     return ys[0, 1:]
 
-# %% ../nbs/30_seq2seq.ipynb #0cd12de5
+# %% ../nbs/30_seq2seq.ipynb #bed42624
 def _strip(ys, eos_idx):
     "1-D ids up to (not including) the first `eos_idx`"
     hit = (ys == eos_idx).nonzero()
@@ -199,7 +199,7 @@ def translate_batch(model,            # a `Seq2SeqTransformer` (`encode`, `decod
     ys = ys.view(b, k, -1)[torch.arange(b, device=src.device), best]
     return [_strip(y[1:], eos_idx) for y in ys]
 
-# %% ../nbs/30_seq2seq.ipynb #0ab7e91e
+# %% ../nbs/30_seq2seq.ipynb #450c02ad
 def _count(name, v):
     "`v` as an integer >= 1; errors name the parameter"
     if _integer(name, v) < 1: raise ValueError(f"{name}: expected an integer >= 1, got {v}")

@@ -15,7 +15,7 @@ from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fi
 from ..attention import SelfAttention, split_heads, merge_heads  # noqa: F401
 from ..generate import KVCache  # noqa: F401
 
-# %% ../../nbs/30_seq2seq.ipynb #01e6c762
+# %% ../../nbs/30_seq2seq.ipynb #8ff7711d
 #| code-fold: true
 # @title check_valid_lens
 def _padded(b, t, v, pad_idx, seed):
@@ -32,10 +32,13 @@ def check_valid_lens(fn):
     run = Runs(fn)
     for b, t, v, pad, seed in ((1, 6, 9, 1, 0), (4, 7, 13, 0, 1), (3, 5, 11, 4, 2)):
         x, lens = _padded(b, t, v, pad, seed)
+        if pad == 1: x = x.masked_fill(x == 0, 2)            # no id 0 here: comparing with 0 then counts every token
         out = run(x) if pad == 1 else run(x, pad)
         expect(isinstance(out, torch.Tensor), f"return a tensor of lengths, got {type(out).__name__}")
         expect(tuple(out.shape) != (b, 1), "got (b, 1): the sum over the time steps kept its dim, the lengths are (b,)")
         expect(not (out.dtype == torch.bool), "you returned the mask: count the True values of each row")
+        expect(not (out.dim() == 1 and len(out) == t and t != b), f"got {t} numbers for {b} rows: you counted along the "
+               "batch (dim 0); count along the time steps, dim 1")
         expect_shape(out, (b,), 'the valid lengths')
         expect(not out.is_floating_point(), f"return integer lengths (torch.long), got {out.dtype}: they count tokens")
         expect_like(out, lens, 'the valid lengths')
@@ -46,13 +49,19 @@ def check_valid_lens(fn):
         first = (x == pad).long().argmax(1)
         expect(not torch.equal(out, first) or torch.equal(lens, first), "the first pad's index is 0 for a row without padding: "
                "count the real tokens of each row instead")
+        expect(not torch.equal(out, lens - 1), "off by one: each length is one short (the index of the last real token "
+               "is the length minus 1): count the real tokens")
+        expect(not torch.equal(out, lens + 1), "off by one: each length is one too long: count the ids that are not pad_idx")
+        gt = (x > pad).sum(1)
+        expect(not torch.equal(out, gt) or torch.equal(gt, lens), f"you counted the ids greater than pad_idx={pad}: ids "
+               "below it are real tokens too; compare with != pad_idx")
         expect(torch.equal(out, lens), "wrong lengths: each should be the number of ids that are not pad_idx")
         s = rand(b, 3, t, seed=seed)                      # the two masked softmaxes agree on these lengths
         expect(same(masked_softmax_lens(s, out), masked_softmax(s, (x != pad)[:, None, :])),
                "masked_softmax_lens with your lengths disagrees with the padding mask")
     on_device(fn, randint(0, 9, (2, 5), seed=3))
 
-# %% ../../nbs/30_seq2seq.ipynb #caae9781
+# %% ../../nbs/30_seq2seq.ipynb #5ae1a21e
 #| code-fold: true
 # @title check_cross_attention
 def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True):
@@ -92,6 +101,32 @@ def _cross_crash(e, args):
         return (f"RuntimeError with x {tuple(args[1].shape)} and memory {tuple(args[2].shape)}: queries come from x and "
                 f"keys/values from memory, the weights are (t_x, t_m) ({str(e)[:60]})")
 
+def _ref_cross_do(sa, x, m, pm, where='weights', p=None):
+    "Cross-attention in training mode with `F.dropout` at `where`: 'weights' (right), 'twice', 'scores', 'values', 'heads', 'output' or 'none'"
+    do = lambda t: F.dropout(t, sa.dropout if p is None else p, True)
+    h = sa.heads
+    q, k, v = split_heads(sa.toqueries(x), h), split_heads(sa.tokeys(m), h), split_heads(sa.tovalues(m), h)
+    if where == 'values': v = do(v)
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if where == 'scores': w = do(w)
+    w = masked_softmax(w, None if pm is None else pm[:, None, None, :])
+    if where in ('weights', 'twice'): w = do(w)
+    if where == 'twice': w = do(w)
+    out = merge_heads(w @ v)
+    if where == 'heads': out = do(out)
+    out = sa.unifyheads(out)
+    return do(out) if where == 'output' else out
+
+_CROSS_DO_WRONGS = [
+    (dict(where='none'), "no dropout in training mode: apply F.dropout(weights, sa.dropout, sa.training) to the attention weights"),
+    (dict(where='twice'), "dropout is applied twice to the attention weights: once, after the softmax"),
+    (dict(where='output'), "you applied dropout to the output (after unifyheads): in attention it acts on the weights, after the softmax"),
+    (dict(where='heads'), "you applied dropout to the merged heads (before unifyheads): it acts on the attention weights, after the softmax"),
+    (dict(where='values'), "you applied dropout to the values: it acts on the attention weights, after the softmax"),
+    (dict(where='scores'), "you applied dropout to the scores, before the softmax: it acts on the weights, after the softmax"),
+    (dict(p=0.1), "dropout with p = 0.1: use sa.dropout, not a constant"),
+    (dict(p=0.5), "dropout with p = 0.5: use sa.dropout, not a constant")]
+
 @checker(solution='seq2seq.cross_attention')
 def check_cross_attention(fn):
     "Check `fn(sa, x, memory, memory_pad_mask)` against cross-attention written out (what `sa(x, memory_pad_mask, kv=memory)` computes), on non-square (t_x ≠ t_m) fixtures"
@@ -107,6 +142,10 @@ def check_cross_attention(fn):
                    "(neg_fill), not +inf or -inf")
             ref = _ref_cross(sa, x, m, pm)
             if same(out, ref): continue
+            again = run(sa, x, m) if pm is None else run(sa, x, m, pm)
+            expect(same(again, out), "in eval mode two calls gave different outputs: dropout must act in training mode "
+                   "only (F.dropout(w, sa.dropout, sa.training): its training argument defaults to True, and a new "
+                   "nn.Dropout is in training mode)")
             wrongs = [(_ref_cross(sa, x, m, pm, kx=True, vx=True), "keys and values from the decoder (x): in cross-attention "
                        "they come from the encoder's memory, only the queries come from x"),
                       (_ref_cross(sa, x, m, pm, scale=1), "you forgot to scale the scores by 1/√s, s = e // heads"),
@@ -127,21 +166,25 @@ def check_cross_attention(fn):
     sa, x, m, pm = _cross_fixtures()[1]                 # dropout=0.3 on the attention weights, in training mode
     sa.train()
     run = Runs(fn)
-    with torch.no_grad(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
-        outs = []
-        for _ in range(100):
-            outs.append(run(sa, x, m, pm))
-            run.like(outs[-1], x, 'the output in training mode')
-        outs = torch.stack(outs)
-        refs = torch.stack([sa(x, pm, kv=m) for _ in range(100)])   # the library's module, with dropout
-    sa.eval()
-    expect(outs.std(0).mean() > 1e-4, "in training mode dropout (sa.dropout) must act on the attention weights "
-           "(F.dropout, in training mode only: sa.training)")
-    expect_rate(outs.std(0).mean() / refs.std(0).mean(), 1., 0.2, "the spread of the output under dropout is not that of "
-                "dropout with p = sa.dropout on the attention weights: use sa.dropout, not a constant")
-    expect(same(outs.mean(0), _ref_cross(sa, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
-           "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
+    with torch.no_grad():                               # the same random draws as the reference: where dropout sits shows
+        outs = [seeded(run, sa, x, m, pm, seed=s) for s in (0, 1)]
+        for o in outs: run.like(o, x, 'the output in training mode')
+        if all(same(o, seeded(_ref_cross_do, sa, x, m, pm, seed=s)) for o, s in zip(outs, (0, 1))):
+            sa.eval(); outs = None
+        else:
+            for kw, hint in _CROSS_DO_WRONGS:
+                expect(not same(outs[0], seeded(_ref_cross_do, sa, x, m, pm, seed=0, **kw)), hint)
+    if outs is not None:                                # another way to draw (SDPA's dropout_p...): the statistics decide
+        with torch.no_grad():
+            outs = torch.stack([seeded(run, sa, x, m, pm, seed=s) for s in range(100)])
+            refs = torch.stack([seeded(sa, x, pm, kv=m, seed=s) for s in range(100)])   # the library's module, with dropout
+        sa.eval()
+        expect(outs.std(0).mean() > 1e-4, "in training mode dropout (sa.dropout) must act on the attention weights "
+               "(F.dropout, in training mode only: sa.training)")
+        expect_rate(outs.std(0).mean() / refs.std(0).mean(), 1., 0.2, "the spread of the output under dropout is not that of "
+                    "dropout with p = sa.dropout on the attention weights: use sa.dropout, not a constant, once, on the weights")
+        expect(same(outs.mean(0), _ref_cross(sa, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
+               "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
     sa, x, m, pm = _cross_fixtures()[1]
     pm0 = pm.clone(); pm0[2] = False                        # the third sentence's memory is all padding
     for dt in (torch.float32, torch.float16):               # and the fill must fit in half precision (-1e9 does not)
@@ -160,7 +203,7 @@ def check_cross_attention(fn):
         expect(False, f"wrong output in {dt} when a sentence's memory is all padding")
     with torch.no_grad(): on_device(fn, *_cross_fixtures()[1])
 
-# %% ../../nbs/30_seq2seq.ipynb #e69b7a23
+# %% ../../nbs/30_seq2seq.ipynb #f0b7c29e
 #| code-fold: true
 # @title check_decoder_block
 def _decoder_fixtures():
@@ -202,16 +245,45 @@ def _cache_crash(e, args):
 
 class _Halve(nn.Module):
     "A stand-in for `blk.do` that halves its input, so that each place dropout is applied shows in the output"
+    def __init__(self, p): super().__init__(); self.p, self.inplace = p, False   # what code reading blk.do.p finds
     def forward(self, t): return t / 2
 
-def _ref_do(blk, x, m, pad, mpad, sites='sc'):
-    "The decoder block with `blk.do` after the sublayers named in `sites` ('s' self-, 'c' cross-attention, 'a' MLP)"
-    N, subs = (blk.norm1, blk.norm2, blk.norm3), {'s': lambda h: blk.attention(h, pad), 'c': lambda h: blk.cross_attention(h, mpad, kv=m), 'a': blk.ff}
+def _ref_train(blk, x, m, pad, mpad, sites='sc', on='sub', twice=False, p=None):
+    "The decoder block with `blk.do` (or `F.dropout` with `p`) on the output ('sub'), the residual sum ('sum') or the input ('in') of the sublayers in `sites`"
+    do = blk.do if p is None else (lambda t: F.dropout(t, p, blk.training))
+    dd = (lambda t: do(do(t))) if twice else do
+    N = (blk.norm1, blk.norm2, blk.norm3)
+    subs = {'s': lambda h: blk.attention(h, pad), 'c': lambda h: blk.cross_attention(h, mpad, kv=m), 'a': blk.ff}
     h = x
     for i, key in enumerate('sca'):
-        f = (lambda h, f=subs[key]: blk.do(f(h))) if key in sites else subs[key]
-        h = h + f(N[i](h)) if blk.prenorm else N[i](h + f(h))
+        f, n, d = subs[key], N[i], (dd if key in sites else (lambda t: t))
+        if blk.prenorm:
+            h = h + d(f(n(h))) if on == 'sub' else d(h + f(n(h))) if on == 'sum' else h + f(d(n(h)))
+        else:
+            h = n(h + d(f(h))) if on == 'sub' else n(d(h + f(h))) if on == 'sum' else n(h + f(d(h)))
     return h
+
+_DO_WRONGS = [
+    (dict(sites='c'), "blk.do is missing after the self-attention: each attention's output goes through dropout before its residual"),
+    (dict(sites='s'), "blk.do is missing after the cross-attention: each attention's output goes through dropout before its residual"),
+    (dict(sites=''), "blk.do is never applied: dropout goes after the self-attention and after the cross-attention"),
+    (dict(sites='sca'), "blk.do after the MLP too: blk.ff ends with its own dropout, apply blk.do after the two attentions only"),
+    (dict(twice=True), "dropout is applied twice after each attention: blk.do once, on each attention's output"),
+    (dict(on='sum'), "dropout wraps the residual sum: apply blk.do to the attention's output only, then add the residual"),
+    (dict(on='in'), "dropout on the sublayer's input: apply blk.do to each attention's output, before its residual"),
+    (dict(p=0.1), "dropout with p = 0.1: use blk.do (its p is the model's dropout), not a constant"),
+    (dict(p=0.5), "dropout with p = 0.5: use blk.do (its p is the model's dropout), not a constant")]
+
+def _train_fixtures():
+    "A pre-norm and a post-norm block with dropout, in training mode, and their padded inputs"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        blks = [DecoderBlock(ModelConfig(emb=16, heads=4, dropout=0.25)).train(),
+                DecoderBlock(ModelConfig(emb=12, heads=3, mult=2, dropout=0.2, prenorm=False)).train()]
+    x4, m4 = rand(3, 4, 16, seed=7) * 2, rand(3, 5, 16, seed=8)
+    _, x3, m3, pad3, mpad3 = _decoder_fixtures()[1]
+    return [(blks[0], x4, m4, lengths_to_mask(torch.tensor([4, 2, 3]), 4), lengths_to_mask(torch.tensor([5, 3, 1]), 5)),
+            (blks[1], x3, m3, pad3, mpad3)]
 
 @checker(solution='seq2seq.decoder_block')
 def check_decoder_block(fn):
@@ -223,6 +295,10 @@ def check_decoder_block(fn):
             run.like(out, x)
             ref = _ref_block(blk, x, m, pad, mpad)
             if same(out, ref, atol=1e-4): continue
+            again = run(blk, x, m) if pad is None else run(blk, x, m, pad, mpad)
+            expect(same(again, out), "in eval mode two calls gave different outputs: dropout must act in training mode "
+                   "only; use blk.do (a module follows blk.train() and blk.eval()), not F.dropout(t, p), whose training "
+                   "argument defaults to True")
             kind = 'pre-norm' if blk.prenorm else 'post-norm'
             wrongs = [(_ref_block(blk, x, m, pad, mpad, order='csa'), "cross-attention before self-attention: the target "
                        "first looks at itself (causal self-attention), then at the memory"),
@@ -246,19 +322,14 @@ def check_decoder_block(fn):
             diagnose(out, ref, wrongs, f"the values of the {kind} block are wrong: self-attention, cross-attention, MLP, "
                      "each with its residual and its norm")
     for blk, x, m, pad, mpad in _decoder_fixtures()[:2]:  # each dropout site on its own: blk.do replaced by a halving
-        blk = copy.deepcopy(blk).eval(); blk.do = _Halve()
+        blk = copy.deepcopy(blk).eval(); blk.do = _Halve(blk.do.p)
         with torch.no_grad():
             out = Runs(fn)(blk, x, m, pad, mpad)
-            diagnose(out, _ref_do(blk, x, m, pad, mpad), [
-                (_ref_do(blk, x, m, pad, mpad, 'c'), "blk.do is missing after the self-attention: each attention's output "
-                 "goes through dropout before its residual"),
-                (_ref_do(blk, x, m, pad, mpad, 's'), "blk.do is missing after the cross-attention: each attention's output "
-                 "goes through dropout before its residual"),
-                (_ref_do(blk, x, m, pad, mpad, ''), "blk.do is never applied: dropout goes after the self-attention and "
-                 "after the cross-attention"),
-                (_ref_do(blk, x, m, pad, mpad, 'sca'), "blk.do after the MLP too: blk.ff ends with its own dropout, apply "
-                 "blk.do after the two attentions only")],
-                "dropout (blk.do) goes after the self-attention and after the cross-attention, before each residual")
+            if not same(out, _ref_train(blk, x, m, pad, mpad), atol=1e-4):
+                none = _ref_train(blk, x, m, pad, mpad, sites='')
+                for kw, hint in _DO_WRONGS:      # F.dropout(t, blk.do.p, blk.training) does nothing here: training mode decides
+                    wo = _ref_train(blk, x, m, pad, mpad, **kw)
+                    if not same(wo, none, atol=1e-4): expect(not same(out, wo, atol=1e-4), hint)
     for blk, x, m, pad, mpad in _decoder_fixtures()[:2]:  # one token at a time with a KV cache (lesson 20), as translate decodes
         kv, run, outs = KVCache(1, x.size(1)), Runs(fn, on_error=_cache_crash), []
         with torch.no_grad():
@@ -273,28 +344,31 @@ def check_decoder_block(fn):
                "target at once: pass cache on to both attentions, unchanged")
         expect(kv[0].memory is not None, "you did not pass cache to blk.cross_attention: it keeps the memory's keys and "
                "values there, instead of computing them again at every decoding step")
-    blk, x, m, pad, mpad = _decoder_fixtures()[1]        # dropout=0.2, in training mode
-    blk.train()
-    run = Runs(fn)
-    with torch.no_grad():
-        a, c = run(blk, x, m, pad, mpad), run(blk, x, m, pad, mpad)
-    blk.eval()
-    run.like(a, x, 'the output in training mode'); run.like(c, x, 'the output in training mode')
-    expect(not torch.equal(a, c), "in training mode the block should be random: use blk.do (dropout) after the sublayers")
+    for blk, x, m, pad, mpad in _train_fixtures():      # training mode, the same random draws as the block written out
+        run = Runs(fn)
+        with torch.no_grad():
+            outs = [seeded(run, blk, x, m, pad, mpad, seed=s) for s in (0, 1)]
+            for o in outs: run.like(o, x, 'the output in training mode')
+            if all(same(o, seeded(_ref_train, blk, x, m, pad, mpad, seed=s), atol=1e-4) for o, s in zip(outs, (0, 1))): continue
+            for kw, hint in _DO_WRONGS: expect(not same(outs[0], seeded(_ref_train, blk, x, m, pad, mpad, seed=0, **kw), atol=1e-4), hint)
+        expect(False, f"in training mode your {'pre' if blk.prenorm else 'post'}-norm block differs from the block written out "
+               "under the same random draws: the only randomness is blk.do after each attention (before its residual) "
+               "and the dropout inside the attentions and blk.ff")
     blk, x, m, pad, mpad = _decoder_fixtures()[1]
     with torch.no_grad(): on_device(fn, blk.eval(), x, m, pad, mpad)
 
-# %% ../../nbs/30_seq2seq.ipynb #fe9f2799
+# %% ../../nbs/30_seq2seq.ipynb #7711cacd
 #| code-fold: true
 # @title check_teacher_forcing
-def _slow_teacher(tgt, bos, eos, pad):
-    "Row by row: the decoder input BOS + y and the labels y + EOS, padded to t + 1"
+def _slow_teacher(tgt, bos, eos, pad, shift=0):
+    "Row by row: the decoder input BOS + y and the labels y + EOS, padded to t + 1; `shift` moves each EOS (a mistake)"
     b, t = tgt.shape
     dec, lab = torch.full((b, t + 1), pad), torch.full((b, t + 1), pad)
     for i in range(b):
         y = [int(v) for v in tgt[i] if v != pad]
         dec[i, :len(y) + 1] = torch.tensor([bos] + y)
-        lab[i, :len(y) + 1] = torch.tensor(y + [eos])
+        lab[i, :len(y)] = torch.tensor(y, dtype=torch.long)
+        lab[i, min(max(len(y) + shift, 0), t)] = eos
     return dec, lab
 
 @checker(solution='seq2seq.teacher_forcing')
@@ -324,11 +398,17 @@ def check_teacher_forcing(fn):
         expect(not torch.equal(dec[:, 1:], lab[:, 1:]), "no shift: the decoder input is the labels moved one step right "
                "(BOS first), so each position predicts the next token")
         expect(bool((dec[:, 0] == bos).all()), f"the decoder input must start with bos_idx={bos}")
+        expect(not torch.equal(lab, _slow_teacher(x, bos, eos, pad, -1)[1]), "EOS overwrote each row's last token: it goes "
+               "one column after it, at the row's valid length (append a column of padding first)")
+        expect(not torch.equal(lab, _slow_teacher(x, bos, eos, pad, 1)[1]), "EOS is one column too far right: it goes "
+               "right after each row's last real token, at the row's valid length (count the ids that are not pad_idx)")
+        expect(not bool(((lab == eos).sum(1) > 1).any()), "a row has more than one EOS: write one per row, at (row, "
+               "valid length) — lab[torch.arange(b), lens] or scatter, not lab[:, lens], which writes every length into every row")
         expect(torch.equal(lab, rlab), "the labels are wrong: the target's tokens, then eos_idx, then padding")
         expect(False, "the decoder input is wrong: bos_idx, then the target's tokens")
     on_device(fn, randint(4, 9, (2, 5), seed=3))
 
-# %% ../../nbs/30_seq2seq.ipynb #5873b761
+# %% ../../nbs/30_seq2seq.ipynb #f2b67c82
 #| code-fold: true
 # @title check_seq2seq_loss
 def _view_hint(e, args):
@@ -350,12 +430,15 @@ def check_seq2seq_loss(fn):
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
         expect(out.dim() == 0, f"return one number, the mean (a 0-d tensor), got shape {tuple(out.shape)}")
         expect(out.dtype == dt, f"the loss should have the logits' dtype {dt}, got {out.dtype}")
+        expect(out.device == logits.device, f"the loss should be on the logits' device ({logits.device}), got {out.device}")
         flat, lab = logits.reshape(-1, v), labels.reshape(-1)
         ref = F.cross_entropy(flat, lab, ignore_index=pad, label_smoothing=eps)
         real = lab != pad
         nll = F.cross_entropy(flat, lab, reduction='none', label_smoothing=eps)
         wrongs = [(F.cross_entropy(flat, lab, label_smoothing=eps), "the pads count in your loss: ignore the positions "
                    "whose label is pad_idx"),
+                  (F.nll_loss(flat, lab, ignore_index=pad), "F.nll_loss takes log-probabilities: apply F.log_softmax first, "
+                   "or use F.cross_entropy on the raw logits"),
                   ((nll * real).sum() / lab.numel(), "you divided by all positions, pads included: average over the real "
                    "tokens only"),
                   ((nll * real).sum(), "you summed: return the mean over the real tokens"),
@@ -367,6 +450,18 @@ def check_seq2seq_loss(fn):
                        ((1 - eps) * F.cross_entropy(flat, lab, ignore_index=pad) - eps / (v - 1) *
                         (F.log_softmax(flat, -1).sum(-1) - F.log_softmax(flat, -1).gather(1, lab[:, None])[:, 0])[real].mean(),
                         "ε is spread over the v - 1 wrong classes: spread it over all v classes (as F.cross_entropy's label smoothing does)")]
+            lp = F.log_softmax(flat, -1)
+            nll_m = F.cross_entropy(flat, lab, ignore_index=pad)
+            wrongs += [((1 - eps) * nll_m + eps * (-lp.mean(-1)).mean(), "the smoothing term counts the pads: average it, "
+                        "like the cross-entropy, over the real tokens only"),
+                       ((1 - eps) * nll_m + eps * (-lp.sum(-1))[real].mean(), "ε is put on EVERY class: it is spread over the "
+                        "v classes, ε / v each (a mean over the classes, not a sum)"),
+                       (nll_m + eps * (-lp.mean(-1))[real].mean(), "the right token keeps its full weight: it gets 1 - ε, "
+                        "plus its share ε / v")]
+        if t > 1:
+            sh = F.cross_entropy(logits[:, :-1].reshape(-1, v), labels[:, 1:].reshape(-1), ignore_index=pad, label_smoothing=eps)
+            wrongs.append((sh, "you shifted logits and labels by one, as a language model's loss does: teacher_forcing "
+                           "already aligned them, the logits at position i predict labels[:, i]"))
         wrong_pad = 1 if pad != 1 else 0
         wrongs.append((F.cross_entropy(flat, lab, ignore_index=wrong_pad, label_smoothing=eps),
                        f"you ignored id {wrong_pad}, not pad_idx={pad}: use the argument"))
@@ -388,7 +483,7 @@ def check_seq2seq_loss(fn):
            "wrong or inf/NaN loss on large logits: use F.cross_entropy (or F.log_softmax), not log(softmax(...))")
     on_device(fn, logits, lab)
 
-# %% ../../nbs/30_seq2seq.ipynb #7d9ebc84
+# %% ../../nbs/30_seq2seq.ipynb #c3d50eb3
 #| code-fold: true
 # @title check_greedy_decode
 class _ScriptedModel(nn.Module):
@@ -397,31 +492,40 @@ class _ScriptedModel(nn.Module):
         super().__init__()
         self.v, self.eos, self.bos, self.stop, self.seq_len = v, eos, bos, stop, 64
         self.w = nn.Parameter(torch.zeros(()))
-        self.noise = rand(64, v, seed=seed) * 0.5
+        self.register_buffer('noise', rand(64, v, seed=seed) * 0.5)
+        self.register_buffer('ok', torch.tensor([c for c in range(v) if c not in (eos, bos, 1)]))
     def forward(self, src, tgt):
+        if src.dim() != 2 or tgt.dim() != 2: raise ValueError(f"the model takes batches: got src {tuple(src.shape)}, tgt {tuple(tgt.shape)}")
         b, t = tgt.shape
-        key = src.sum(1, keepdim=True) * 7 + tgt.cumsum(1) * 13 + torch.arange(t) * 5 + tgt * 3   # (b, t)
-        ok = torch.tensor([c for c in range(self.v) if c not in (self.eos, self.bos, 1)])
-        nxt = ok[key % len(ok)]
-        nxt = torch.where(torch.arange(t) >= self.stop - 1, torch.full_like(nxt, self.eos), nxt)
-        logits = self.noise[:t][None] + 3 * F.one_hot(nxt, self.v).float() + self.w
+        pos = torch.arange(t, device=self.w.device)
+        key = src.sum(1, keepdim=True) * 7 + tgt.cumsum(1) * 13 + pos * 5 + tgt * 3   # (b, t): the whole prefix matters
+        nxt = self.ok[key % len(self.ok)]
+        nxt = torch.where(pos >= self.stop - 1, torch.full_like(nxt, self.eos), nxt)
+        logits = self.noise[:t][None] + 3 * F.one_hot(nxt, self.v).to(self.noise.dtype) + self.w
         return logits.roll(1, -1) if self.training else logits               # dropout on: different tokens
 
-def _scripted_ref(model, src, max_len, bos):
-    ys = [bos]
+def _scripted_ref(model, src, max_len, bos, start=None, last_only=False, pos=-1):
+    "Greedy decoding of a scripted model; `start`: another first token, `last_only`: feed only the newest token, `pos`: read another position"
+    ys = [bos if start is None else start]
     with torch.no_grad():
         for _ in range(max_len):
-            nxt = int(model.eval()(src[None], torch.tensor([ys]))[0, -1].argmax())
+            nxt = int(model.eval()(src[None], torch.tensor([ys[-1:] if last_only else ys]))[0, pos].argmax())
             if nxt == model.eos: break
             ys.append(nxt)
     return torch.tensor(ys[1:], dtype=torch.long)
+
+def _src_hint(e, args):
+    "A crash inside the stand-in model on a 1-D source: the batch dim is missing"
+    if 'the model takes batches' in str(e):
+        return (f"your code raised {type(e).__name__} ({str(e).splitlines()[0][:60]}): the model takes batches, a source "
+                "(1, t_s) and a target (1, t): src[None], and the target so far as a (1, t) tensor")
 
 @checker(solution='seq2seq.greedy_decode')
 def check_greedy_decode(fn):
     "Check `fn(model, src, max_len, bos_idx, eos_idx)` with stand-in models whose argmax is known, for several settings"
     for v, (bos, eos), stop, max_len, t, seed in ((11, (2, 3), 6, 50, 5, 0), (17, (0, 5), 4, 50, 9, 1),
                                                   (13, (2, 3), 9, 5, 3, 2), (19, (4, 7), 1, 8, 6, 3)):
-        run = Runs(fn)
+        run = Runs(fn, on_error=_src_hint)
         model = _ScriptedModel(v, eos, bos, stop, seed)
         src = randint(4, v, (t,), seed=seed)
         args = (model, src) if (max_len, bos, eos) == (50, 2, 3) else (model, src, max_len, bos, eos)
@@ -438,16 +542,29 @@ def check_greedy_decode(fn):
         n = len(out)
         expect(not (n and out[0] == bos and torch.equal(out[1:], ref)), "you kept BOS: return the tokens after it")
         expect(not (n and out[-1] == eos and torch.equal(out[:-1], ref)), "you kept EOS: stop before it, it is not part of the translation")
-        expect(not (n > len(ref) and torch.equal(out[:len(ref)], ref) and len(ref) < max_len and eos in out.tolist()),
-               "you went on after EOS: stop as soon as the model predicts eos_idx")
+        expect(not (n > len(ref) and torch.equal(out[:len(ref)], ref) and len(ref) < max_len),
+               f"you went on after EOS: stop as soon as the model predicts eos_idx (here {eos}: use the argument)")
         expect(n <= max_len, f"{n} ids for max_len={max_len}: return at most max_len ids")
         expect(not (n == max_len - 1 and torch.equal(out, ref[:-1])), f"off by one: you stopped at max_len - 1 = {max_len - 1} ids")
         expect(not torch.equal(out, _train_ref(model, src, max_len, bos)), "your model was in training mode (dropout on): "
                "call model.eval() before decoding")
+        fp, lo = _scripted_ref(model, src, max_len, bos, pos=0), _scripted_ref(model, src, max_len, bos, last_only=True)
+        expect(not (torch.equal(out, fp) and torch.equal(out, lo)), "you read the first position's logits, or fed the "
+               "model only the newest token: feed the whole target so far, (1, t), and read the LAST position's logits")
+        expect(not torch.equal(out, fp), "you took the first position's logits: the LAST position's logits "
+               "(logits[0, -1]) predict the token that comes next")
+        expect(not torch.equal(out, lo), "you fed the model only the newest token: without a cache it needs the whole "
+               "target so far, (1, t), at every step")
+        expect(not torch.equal(out, _scripted_ref(model, src, max_len, bos, start=eos)), f"you started from eos_idx: the "
+               f"target starts as [bos_idx] (here {bos})")
+        model.train()
+        expect(torch.equal(seeded(run, *args, seed=1), seeded(run, *args, seed=2)), "two runs gave different ids: greedy "
+               "decoding takes the most likely token (argmax), it does not sample")
         expect(False, f"the ids differ from greedy decoding (bos_idx={bos}, eos_idx={eos}, max_len={max_len}): start from "
                "[bos_idx], append the argmax of the LAST position's logits, feed the result back")
     model = _ScriptedModel(11, 3, 2, 6)
     with torch.no_grad(): expect_mode_kept(Runs(fn), model, randint(4, 11, (4,), seed=5))   # from train and from eval mode
+    on_device(fn, model.eval(), randint(4, 11, (4,), seed=5))      # the ids stay on the source's device
 
 def _train_ref(model, src, max_len, bos):
     "What greedy decoding gives when the model is left in training mode"
