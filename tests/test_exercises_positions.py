@@ -95,9 +95,9 @@ def pe_normalised_pos(t, e): return _pe(t, e, pair(e), start=0) if t < 2 else to
 
 def test_check_sinusoidal_encoding_issue11():
     assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [
-        (pe_hard_e16, 'hard-coded'), (pe_range4, 'hard-coded'), (pe_squeeze, 'squeeze'), (pe_odd_last_zero, 'odd e'),
+        (pe_hard_e16, 'hard-coded'), (pe_range4, 'fixed number of pairs'), (pe_squeeze, 'squeeze'), (pe_odd_last_zero, 'odd e'),
         (pe_odd_e_minus_1, 'odd e'), (pe_half, 'float32'), (pe_long, 'return floats'), (pe_first_50, 'hard-coded'),
-        (pe_normalised_pos, 'differs')])
+        (pe_normalised_pos, 'dims 0 and 1 should be sin\(p\)')])
 
 
 def pp_squeeze(m):      return (m.squeeze().long().cumsum(-1) - 1).clamp(min=0)
@@ -132,3 +132,61 @@ def test_check_positions_from_pad_issue11():
         (pp_inplace, 'in place'), (pp_bool, 'integer'), (pp_range2, 'hard-coded|wrong positions'), (pp_pad_index_t, '>= t'),
         (pp_pad_minus1, 'negative'), (pp_hard_t, 'wrong positions')])
     assert_check(check_positions_from_pad, pp_first_index)
+
+
+# --- issue 31: more mistakes learners make, with the hint of their real cause, and valid answers in other styles ------
+def pe_int_div(t, e): return _pe(t, e, lambda j: 10000. ** (-(2 * (j // 2) // e)))           # exponent 0: every frequency 1
+def pe_linspace(t, e):                                                                      # exponents 0 .. 1 inclusive
+    ex = torch.linspace(0, 1, e // 2 + e % 2).repeat_interleave(2)[:e]
+    return _pe(t, e, lambda j: 10000. ** (-ex))
+def pe_fp16(t, e): return _pe(t, e, pair(e)).half().float()                                   # computed in half precision
+def pe_both_full(t, e):                                                                     # a sine and a cosine for every dim
+    ang = torch.arange(t)[:, None] * 10000 ** (-torch.arange(e) / e)
+    return torch.cat([ang.sin(), ang.cos()], 1)
+def pe_only_sines(t, e): return sinusoidal_encoding(t, e)[:, 0::2]
+def pe_extra_row(t, e): return _pe(t + 1, e, pair(e))
+def pe_e_hard_8(t, e): return _pe(t, e, lambda j: 10000 ** (-2 * (j // 2) / 8))
+def pe_cos_at_0(t, e): return _pe(t, e, pair(e), start=0) + torch.where(torch.arange(e) % 2 == 0, 1., 0.)   # sin + 1
+
+def test_check_sinusoidal_encoding_issue31():
+    assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [
+        (pe_int_div, 'frequency 1.*integer division'), (pe_linspace, 'linspace'), (pe_fp16, 'half precision'),
+        (pe_both_full, 'per \\*pair\\* of dims'), (pe_only_sines, 'share the e dims'), (pe_extra_row, 'one row per position'),
+        (pe_e_hard_8, 'frequencies of e=8: e is hard-coded'), (pe_cos_at_0, 'row 0')])
+
+def pe_exp_log(t, e):                                        # the Annotated Transformer's exp(-log(10000) 2i/e)
+    pe = torch.zeros(t, e)
+    pos = torch.arange(t).unsqueeze(1)
+    div = torch.exp(torch.arange(0, e, 2) * (-math.log(10000.0) / e))
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div[:e // 2])
+    return pe
+def pe_polar(t, e):                                          # complex exponentials, float64 then float32
+    w = 10000 ** (-torch.arange(0, e, 2, dtype=torch.float64) / e)
+    z = torch.polar(torch.ones(t, len(w), dtype=torch.float64), torch.arange(t, dtype=torch.float64)[:, None] * w)
+    return torch.view_as_real(z).flatten(1)[:, :e].float()  # (re, im) = (cos, sin): swap below
+def pe_polar_swapped(t, e):
+    w = 10000 ** (-torch.arange(0, e, 2, dtype=torch.float64) / e)
+    ang = torch.arange(t, dtype=torch.float64)[:, None] * w
+    return torch.stack([ang.sin(), ang.cos()], -1).flatten(1)[:, :e].float()
+def pe_loops(t, e):
+    return torch.tensor([[math.sin(p / 10000 ** (j / e)) if j % 2 == 0 else math.cos(p / 10000 ** ((j - 1) / e))
+                          for j in range(e)] for p in range(t)], dtype=torch.float32).reshape(t, e)
+
+def test_sinusoidal_valid_styles():
+    for fn in (pe_exp_log, pe_polar_swapped, pe_loops, lambda t, e: sinusoidal_encoding(t, e).clone()):
+        assert_check(check_sinusoidal_encoding, fn)
+    assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [(pe_polar, 'swapped')])
+
+def pp_where(m):   return torch.where(m, m.long().cumsum(1) - 1, torch.zeros_like(m, dtype=torch.long))
+def pp_loop(m):                                              # a loop over the rows with a running count
+    out = torch.zeros(m.shape, dtype=torch.long, device=m.device)
+    for i in range(m.size(0)):
+        c = m[i].long().cumsum(0) - 1
+        out[i] = c.clamp(min=0)
+    return out
+def pp_int32(m):   return (m.int().cumsum(1) - 1).clamp(min=0).long()
+
+def test_positions_from_pad_valid_styles():
+    for fn in (pp_where, pp_loop, pp_int32, pp_first_index, pp_pads_zero):
+        assert_check(check_positions_from_pad, fn)

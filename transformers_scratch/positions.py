@@ -8,7 +8,7 @@ __all__ = ['sinusoidal_encoding', 'sinusoidal_shift', 'positions_from_pad', 'Pos
 # %% ../nbs/04_positions.ipynb #de9bd273
 import math, torch, torch.nn as nn
 
-# %% ../nbs/04_positions.ipynb #5e6c736b
+# %% ../nbs/04_positions.ipynb #b1f340c5
 # @title Solution: sinusoidal encoding
 def sinusoidal_encoding(t, e):
     "(t, e) sinusoidal position encodings: sin on even dims, cos on odd dims"
@@ -19,7 +19,7 @@ def sinusoidal_encoding(t, e):
     pe[:, 1::2] = torch.cos(pos * freq[: e // 2])
     return pe
 
-# %% ../nbs/04_positions.ipynb #9c0c2d42
+# %% ../nbs/04_positions.ipynb #5d4135e9
 def sinusoidal_shift(k, e):
     "(e, e) matrix `R` with `sinusoidal_encoding(t, e)[p + k] == R @ sinusoidal_encoding(t, e)[p]` for every `p` (even `e`)"
     if e % 2: raise ValueError(f"e: the shift is a rotation of (sin, cos) pairs, so e must be even, got {e}")
@@ -30,13 +30,13 @@ def sinusoidal_shift(k, e):
     r[1::2, 0::2], r[1::2, 1::2] = torch.diag(-s), torch.diag(c)
     return r.float()
 
-# %% ../nbs/04_positions.ipynb #ed8ca180
+# %% ../nbs/04_positions.ipynb #00066c80
 # @title Solution: positions from a padding mask
 def positions_from_pad(pad_mask):
     "(b, t) positions counted from each row's first real token (pads before it get 0); `pad_mask` True at real tokens"
     return (pad_mask.long().cumsum(1) - 1).clamp(min=0)
 
-# %% ../nbs/04_positions.ipynb #18c5e796
+# %% ../nbs/04_positions.ipynb #d6dfcc9c
 class PositionEmbedding(nn.Module):
     "Position vectors for positions < `seq_len`: `learned` (an `nn.Embedding`) or fixed `sinusoidal`"
     def __init__(self, seq_len, emb, kind='learned'):
