@@ -42,6 +42,8 @@ def check_sinusoidal_encoding(fn):
             return (f"sinusoidal_encoding({t}, {e}) raised {type(ex).__name__}: {str(ex)[:60]}; {why}")
         out = Runs(fn, on_error=_hint)(t, e)
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
+        expect(out.device.type == 'cpu', f"return the table on the CPU, where torch makes tensors by default (the module that "
+               f"holds it moves it with the model), got {out.device.type}")
         expect(not (t == 1 and tuple(out.shape) == (e,)), "for t=1 the result is (1, e): a stray .squeeze() dropped the position dim")
         expect(not (tuple(out.shape) == (e, t) and t != e) and not same(out, _pe_loop(t, e).T) and not same(out, _pe_loop(e, t).T),
                "positions and dims are transposed: row p is position p, column j is dim j — return (t, e)")
