@@ -62,3 +62,45 @@ def test_lesson_solution_is_the_library_function():
     sol = next(s for s in cells if '# @title Solution: tokenize' in s)
     fn = next(n for n in ast.parse(sol).body if isinstance(n, ast.FunctionDef))
     assert ast.dump(fn) == ast.dump(ast.parse(inspect.getsource(tokenize)).body[0])
+
+
+# --- issue 31: valid answers in other styles pass; new plausible mistakes are named ------------------------------------
+def tok_finditer(text):                  # the whole text at once: a piece is glued when no space comes right before it
+    out = []
+    for m in re.finditer(r"\w+|[^\w\s]", text):
+        glued = m.start() > 0 and not text[m.start() - 1].isspace()
+        out.append('##' + m.group() if glued else m.group())
+    return out
+def tok_nonword(text):                   # \W inside a chunk (a chunk holds no space)
+    return glue(re.findall(r"\w+|\W", w) for w in text.split())
+def tok_chars(text):                     # character by character, no regular expression
+    out = []
+    for w in text.split():
+        pieces, cur = [], ''
+        for ch in w:
+            if ch.isalnum() or ch == '_': cur += ch
+            else:
+                if cur: pieces.append(cur); cur = ''
+                pieces.append(ch)
+        if cur: pieces.append(cur)
+        out += [p if i == 0 else '##' + p for i, p in enumerate(pieces)]
+    return out
+def tok_split_capture(text):             # re.split with a capturing group, empty strings dropped
+    return glue([p for p in re.split(r"([^\w\s])", w) if p] for w in text.split())
+
+def test_check_tokenize_valid_styles():
+    for fn in (tok_finditer, tok_nonword, tok_chars, tok_split_capture):
+        assert_check(check_tokenize, fn)
+
+def tok_letters_only(text): return glue(re.findall(r"[^\W\d_]+|[^\w\s]|[\d_]", w) for w in text.split())
+def tok_keep_apostrophe(text): return glue(re.findall(r"\w+(?:['-]\w+)*|[^\w\s]", w) for w in text.split())
+def tok_whole_text(text): return glue([re.findall(PIECE, text)]) if text.split() else []
+def tok_words_marked_only(text):
+    return [t if not (t.startswith('##') and not re.fullmatch(r"\w+", t[2:])) else t[2:] for t in glue(re.findall(PIECE, w) for w in text.split())]
+def tok_strip_marks(text): return glue(re.findall(r"\w+|[.,!?]", w) for w in text.split())     # only some marks kept
+
+def test_check_tokenize_new_mistakes():
+    assert_check(check_tokenize, tokenize, [
+        (tok_letters_only, 'digits and underscores'), (tok_keep_apostrophe, 'apostrophe or a hyphen'),
+        (tok_whole_text, 'first piece of the whole text'), (tok_words_marked_only, 'punctuation mark glued'),
+        (tok_strip_marks, "token \\d+ is")])

@@ -46,7 +46,17 @@ def _tok_wrongs(text):
             (_tok(text, chunks=lambda s: s.split(' ')), "empty or whitespace tokens: split on any run of whitespace, "
                                                         "text.split() without an argument"),
             ([p + '##' if t.startswith('##') else t for t in _tok(text) for p in [t[2:]]],
-             "the ## goes at the start of the glued piece, not at its end")]
+             "the ## goes at the start of the glued piece, not at its end"),
+            (_tok(text, word=r"[^\W\d_]+", punct=r"[^\W\d_]|[^\w\s]|[\d_]"), "digits and underscores are word characters "
+                                              "too: \\w+ keeps '3', 'km_h' and 'x2' whole"),
+            (_tok(text, word=r"[^\W\d_]+"), "digits and underscores are word characters too: \\w+ keeps '3', 'km_h' "
+                                              "and 'x2' whole"),
+            (_tok(text, word=r"\w+(?:['-]\w+)*"), "an apostrophe or a hyphen inside a word is a mark of its own: "
+                                                  "\"man's\" gives man ##' ##s"),
+            (_tok(text, chunks=lambda s: [s] if s.split() else []), "only the first piece of the whole text is left "
+             "without ##: the mark belongs to pieces glued to the one before, so each space-separated chunk starts afresh"),
+            (_tok(text, chunks=lambda s: s.split(), mark=lambda i, p: i > 0 and re.fullmatch(r"\w+", p)),
+             "only the glued words got ##: a punctuation mark glued to the piece before it starts with ## too")]
 
 @checker(solution='translate.tokenize')
 def check_tokenize(fn):
@@ -60,4 +70,7 @@ def check_tokenize(fn):
         ref = _tok(text)
         if out == ref: continue
         for wrong, hint in _tok_wrongs(text): expect(out != wrong, hint)
-        expect(False, f"wrong tokens for {text!r}: got {out[:12]}, expected {ref}")
+        i = next((i for i, (a, b) in enumerate(zip(out, ref)) if a != b), min(len(out), len(ref)))
+        got = repr(out[i]) if i < len(out) else 'nothing more'
+        expect(False, f"wrong tokens for {text!r}: token {i} is {got}, expected "
+               + (repr(ref[i]) if i < len(ref) else 'no more tokens'))
