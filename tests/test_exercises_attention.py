@@ -271,3 +271,64 @@ def test_selfattention_forward():
     ])
     assert_check(check_selfattention_forward, lambda sa, x: sa(x))        # the module itself passes too
     assert_check(check_selfattention_forward, forward())
+
+
+# --- issue 31: new plausible mistakes, and valid answers in other styles ---------------------------------------------
+def att_causal_default(q, k, v, mask=None, dropout=0., training=False):   # SDPA's is_causal where no mask was asked for
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+def att_tuple(q, k, v, mask=None, dropout=0., training=False):            # nn.MultiheadAttention's (output, weights)
+    w = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask)
+    return F.dropout(w, dropout, training) @ v, w
+def att_drop_twice(q, k, v, mask=None, dropout=0., training=False):
+    w = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask)
+    return F.dropout(F.dropout(w, dropout, training), dropout, training) @ v
+def att_sqrt_heads(q, k, v, mask=None, dropout=0., training=False):       # √h for √s: q.size(1) is h on (b, h, t, s)
+    return masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(1)), mask) @ v
+
+def att_where(q, k, v, mask=None, dropout=0., training=False):            # torch.where for the mask, and for empty rows
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is None: w = F.softmax(s, -1)
+    else:
+        w = F.softmax(torch.where(mask, s, torch.full_like(s, float('-inf'))), -1)
+        w = torch.where(mask.any(-1, keepdim=True), w, torch.zeros_like(w))
+    return F.dropout(w, dropout, training) @ v
+def att_bernoulli(q, k, v, mask=None, dropout=0., training=False):        # dropout by hand: a mask of its own draws
+    w = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask)
+    if training and dropout: w = w * (torch.rand_like(w) >= dropout) / (1 - dropout)
+    return w @ v
+def att_fold(q, k, v, mask=None, dropout=0., training=False):             # leading dims folded for torch.bmm, float64 softmax
+    lead, (tq, s), tk = q.shape[:-2], q.shape[-2:], k.size(-2)
+    q3, k3, v3 = q.reshape(-1, tq, s), k.reshape(-1, tk, s), v.reshape(-1, tk, v.size(-1))
+    sc = torch.bmm(q3, k3.transpose(1, 2)).view(*lead, tq, tk) / math.sqrt(s)
+    w = masked_softmax(sc.double(), mask).to(q.dtype)
+    w = F.dropout(w, dropout, training)
+    return torch.bmm(w.reshape(-1, tq, tk), v3).view(*lead, tq, v.size(-1))
+
+def test_attention_issue31():
+    assert_check(check_attention, attention, [
+        (att_causal_default, r'causal mask\) when no mask was given'), (att_tuple, r'not \(output, weights\)'),
+        (att_drop_twice, 'dropout twice'), (att_sqrt_heads, r'√h, h=2 the number of heads')])
+    for ok in (att_where, att_bernoulli, att_fold): assert_check(check_attention, ok)
+
+def sa_sqrt_heads(sa, x):
+    q, k, v = (split_heads(f(x), sa.heads) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+    return sa.unifyheads(merge_heads(F.softmax(q @ k.transpose(-2, -1) / math.sqrt(sa.heads), -1) @ v))
+def sa_causal(sa, x):                                                      # a causal mask the module does not ask for
+    q, k, v = (split_heads(f(x), sa.heads) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+    return sa.unifyheads(merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+def sa_einsum(sa, x):                                                      # heads as an einsum letter
+    b, t, _ = x.shape
+    h = sa.heads
+    q, k, v = (f(x).view(b, t, h, -1) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+    w = torch.einsum('bihs,bjhs->bhij', q, k).div(q.size(-1) ** 0.5).softmax(-1)
+    return sa.unifyheads(torch.einsum('bhij,bjhs->bihs', w, v).reshape(b, t, -1))
+def sa_loop(sa, x):                                                        # one head at a time, sliced from the projections
+    s = sa.tokeys.out_features // sa.heads
+    q, k, v = sa.toqueries(x), sa.tokeys(x), sa.tovalues(x)
+    return sa.unifyheads(torch.cat([F.scaled_dot_product_attention(q[..., r * s:(r + 1) * s], k[..., r * s:(r + 1) * s],
+                                                                   v[..., r * s:(r + 1) * s]) for r in range(sa.heads)], -1))
+
+def test_selfattention_forward_issue31():
+    assert_check(check_selfattention_forward, selfattention_forward, [
+        (sa_sqrt_heads, r'scaled by √h'), (sa_causal, 'values are wrong')])
+    for ok in (sa_einsum, sa_loop): assert_check(check_selfattention_forward, ok)

@@ -308,3 +308,84 @@ def test_check_prenorm_block_issue11():
         (pre_no_do, 'apply blk.do'), (pre_do_on_sum, 'not on the sum'), (pre_do_on_input, 'not on its input'),
         (pre_do_on_ff, 'own dropout'), (pre_inplace, 'in place'), (pre_squeeze, 'squeeze'), (pre_float, 'dtype torch.float64'),
         (pre_unpack, 'shape'), (pre_norm1_twice, 'its own norm'), (pre_second_residual_x, 'second residual adds h')])
+
+
+# --- issue 31: numerically weak answers, training-mode mistakes, valid styles ------------------------------------------
+def ln_one_pass(x, w, b, eps=1e-5):                    # var = E[x²] − E[x]²: right on paper, cancels in float32
+    mu = x.mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt((x * x).mean(-1, keepdim=True) - mu * mu + eps) * w + b
+def ln_clamp_var(x, w, b, eps=1e-5):
+    mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, correction=0)
+    return (x - mu) / var.clamp_min(eps).sqrt() * w + b
+def ln_clamp_std(x, w, b, eps=1e-5):
+    mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, correction=0)
+    return (x - mu) / var.sqrt().clamp_min(eps) * w + b
+def ln_var_mean(x, w, b, eps=1e-5):                     # torch.var_mean and rsqrt
+    var, mu = torch.var_mean(x, -1, keepdim=True, correction=0)
+    return (x - mu) * torch.rsqrt(var + eps) * w + b
+def ln_upcast(x, w, b, eps=1e-5):                       # computed in float64, cast back
+    xd = x.double(); mu = xd.mean(-1, keepdim=True)
+    return ((xd - mu) / ((xd - mu).pow(2).mean(-1, keepdim=True) + eps).sqrt() * w.double() + b.double()).to(x.dtype)
+def ln_addcmul(x, w, b, eps=1e-5):                      # the affine step in one op
+    mu = x.mean(-1, keepdim=True)
+    return torch.addcmul(b, (x - mu) / (x - mu).square().mean(-1, keepdim=True).add(eps).sqrt(), w)
+
+def test_check_layer_norm_issue31():
+    assert_check(check_layer_norm, layer_norm, [
+        (ln_one_pass, r'cancellation'), (ln_clamp_var, r'clamped the variance'), (ln_clamp_std, r'clamped the standard deviation')])
+    for ok in (ln_var_mean, ln_upcast, ln_addcmul): assert_check(check_layer_norm, ok)
+
+class _FF(nn.Module):                                   # a module of its own, dropout through F.dropout and self.training
+    def __init__(self, emb, mult=4, dropout=0., act='relu'):
+        super().__init__()
+        self.l1, self.l2, self.p = nn.Linear(emb, mult * emb), nn.Linear(mult * emb, emb), dropout
+        self.act = {'relu': nn.ReLU, 'gelu': nn.GELU, 'gelu_tanh': lambda: nn.GELU(approximate='tanh')}[act]()
+    def forward(self, x): return F.dropout(self.l2(self.act(self.l1(x))), self.p, self.training)
+def ff_od(emb, mult=4, dropout=0., act='relu'):           # nn.Sequential from an OrderedDict, named layers
+    from collections import OrderedDict
+    from transformers_scratch.block import ACTIVATIONS
+    return nn.Sequential(OrderedDict(fc=nn.Linear(emb, mult * emb), act=ACTIVATIONS[act](), proj=nn.Linear(mult * emb, emb),
+                                     drop=nn.Dropout(dropout)))
+def ff_twice_end(emb, mult=4, dropout=0., act='relu'):    # two dropouts at the end
+    return nn.Sequential(*feedforward(emb, mult, dropout, act), nn.Dropout(dropout))
+
+def test_check_feedforward_issue31():
+    assert_check(check_feedforward, feedforward, [(ff_twice_end, 'dropout twice')])
+    for ok in (_FF, ff_od): assert_check(check_feedforward, ok)
+
+def post_extra_dropout(blk, x, pad_mask=None, cache=None):   # a dropout of its own on h, off in eval mode
+    h = blk.norm1(x + blk.do(blk.attention(x, pad_mask, cache)))
+    h = F.dropout(h, blk.config.dropout, blk.training)
+    return blk.norm2(h + blk.ff(h))
+def post_always_dropout(blk, x, pad_mask=None, cache=None):  # F.dropout without training=: on in eval mode too
+    h = blk.norm1(x + F.dropout(blk.do(blk.attention(x, pad_mask, cache)), 0.1))
+    return blk.norm2(h + blk.ff(h))
+def post_eval_inside(blk, x, pad_mask=None, cache=None):     # switches the block to eval mode "to be safe"
+    blk.eval()
+    return postnorm_block(blk, x, pad_mask, cache)
+def post_steps(blk, x, pad_mask=None, cache=None):           # in named steps, torch.add for the residuals
+    a = blk.do(blk.attention(x, pad_mask=pad_mask, cache=cache))
+    h = blk.norm1(torch.add(x, a))
+    return blk.norm2(torch.add(h, blk.ff(h)))
+def pre_extra_dropout(blk, x, pad_mask=None, cache=None):
+    h = x + blk.do(blk.attention(blk.norm1(x), pad_mask, cache))
+    return h + F.dropout(blk.ff(blk.norm2(h)), blk.config.dropout, blk.training)
+def pre_eval_inside(blk, x, pad_mask=None, cache=None):
+    blk.eval()
+    return prenorm_block(blk, x, pad_mask, cache)
+def pre_steps(blk, x, pad_mask=None, cache=None):
+    n1 = blk.norm1(x)
+    h = x.add(blk.do(blk.attention(n1, pad_mask=pad_mask, cache=cache)))
+    return h.add(blk.ff(blk.norm2(h)))
+def pre_loop(blk, x, pad_mask=None, cache=None):             # the two sublayers as a loop over (norm, sublayer)
+    for norm, f in ((blk.norm1, lambda z: blk.do(blk.attention(z, pad_mask, cache))), (blk.norm2, blk.ff)): x = x + f(norm(x))
+    return x
+
+def test_check_blocks_issue31():
+    assert_check(check_postnorm_block, postnorm_block, [
+        (post_extra_dropout, 'in training mode'), (post_always_dropout, 'random in eval mode'), (post_eval_inside, r'mode')])
+    assert_check(check_prenorm_block, prenorm_block, [(pre_extra_dropout, 'in training mode'), (pre_eval_inside, r'mode')])
+    assert_check(check_postnorm_block, post_steps)
+    assert_check(check_postnorm_block, lambda blk, x, pad_mask=None, cache=None: blk.norm2(
+        (h := blk.norm1(x + blk.do(blk.attention(x, pad_mask, cache)))) + blk.ff(h)))
+    for ok in (pre_steps, pre_loop): assert_check(check_prenorm_block, ok)

@@ -6,7 +6,7 @@
 __all__ = ['ACTIVATIONS', 'layer_norm', 'feedforward', 'make_norm', 'TransformerBlock', 'postnorm_block', 'prenorm_block',
            'block_params']
 
-# %% ../nbs/05_block.ipynb #5b6dbb99
+# %% ../nbs/05_block.ipynb #93116e70
 import torch, torch.nn as nn
 from .attention import SelfAttention
 from .modern import RMSNorm, SwiGLU   # Llama's norm and MLP, written in lesson 27

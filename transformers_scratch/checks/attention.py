@@ -23,8 +23,12 @@ def _attention_wrongs(q, k, v):
         (sm(raw), "you forgot to scale: the scores q kᵀ are divided by √s, s the size of the queries and keys"),
         (sm(raw / s), "you divided by s: divide by √s"),
         (sm(raw * math.sqrt(s)), "you multiplied by √s: divide by it")]
-    if q.dim() == 4: wrongs.append((sm(raw / math.sqrt(q.size(1) * s)), "you scaled by √(h·s), the full embedding size e: "
-                                    "each head's dot products have s terms, divide by √s"))
+    if q.dim() == 4:
+        h = q.size(1)
+        wrongs += [(sm(raw / math.sqrt(h * s)), "you scaled by √(h·s), the full embedding size e: each head's dot products "
+                    "have s terms, divide by √s"),
+                   (sm(raw / math.sqrt(h)), f"you scaled by √h, h={h} the number of heads (dim 1): the scale is √s, s the size "
+                    "of each query and key (the last dim)")]
     wrongs += [
         (sm(raw / math.sqrt(tk)), "you scaled by √t_k, a sequence length: s is the size of the queries and keys (their last dim)"),
         (sm(raw / math.sqrt(tq)), "you scaled by √t_q, a sequence length: s is the size of the queries and keys (their last dim)"),
@@ -36,7 +40,11 @@ def _attention_wrongs(q, k, v):
         (raw / math.sqrt(s) @ v, "you forgot the softmax: the weights must be positive and sum to 1 over the keys"),
         ((F.softmax(raw[:1] / math.sqrt(s), -1) @ v[:1]).expand(*raw.shape[:-1], sv),
          "every batch element got the output of the first one: attend within each element of the batch"),
-        (sm(raw[:1] / math.sqrt(s)), "every batch element used the weights of the first one: attend within each element of the batch")]
+        (sm(raw[:1] / math.sqrt(s)), "every batch element used the weights of the first one: attend within each element of the batch"),
+        (F.softmax((raw / math.sqrt(s)).masked_fill(~torch.ones(tq, tk, dtype=torch.bool).tril(), float('-inf')), -1) @ v,
+         "you hid the future keys (a causal mask) when no mask was given: with mask=None every query sees every key"),
+        (F.softmax((raw / math.sqrt(s)).masked_fill(~torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq), float('-inf')), -1) @ v,
+         "you hid the future keys (a causal mask) when no mask was given: with mask=None every query sees every key")]
     wrongs += [(sm(raw / math.sqrt(c)), f"you divided by the constant √{c}: s changes with the input, take it from the queries' size")
                for c in (2, 4, 8, 16, 32, 64, 128, 256, 512) if c != s]
     return wrongs
@@ -79,6 +87,9 @@ def check_attention(fn):
                     qkv(3, 4, tq=5, tk=2, s=9, sv=7, seed=6, dtype=torch.float64)):   # b = 3, h = 4, t_q > t_k
         tk = k.size(-2)
         out = run(q, k, v)
+        expect(not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(o, torch.Tensor) for o in out)),
+               "return the output alone, a tensor: not (output, weights) as nn.MultiheadAttention does (attention_weights "
+               "gives the weights when they are wanted)")
         expect(not (isinstance(out, torch.Tensor) and out.shape == (*q.shape[:-1], tk) and tk != v.size(-1)),
                "got (..., t_q, t_k): those are the weights; multiply them by v")
         expect(not (isinstance(out, torch.Tensor) and out.shape == q.shape and q.shape[-1] != v.shape[-1]),
@@ -132,6 +143,7 @@ def check_attention(fn):
     run.like(out, ref)
     expect(not same(out, ref), "with dropout=0.25 and training=True nothing was dropped: in training, drop each weight "
                                "with probability dropout")
+    expect(torch.is_tensor(out) and out.shape == ref.shape, "with dropout in training the output's shape changed")
     dw, total = out[..., :16], out[..., 16]
     zero = dw == 0
     expect(bool(zero.any()), "dropout must zero weights themselves, after the softmax: none of yours is 0 (did you drop "
@@ -141,6 +153,10 @@ def check_attention(fn):
     rate = float(zero.float().mean())
     expect(abs(rate - 0.75) > 0.06, f"dropout is the probability to drop: you used the keep probability 1 - dropout "
                                     f"(measured a rate of {rate:.2f} for dropout=0.25)")
+    c = dw[~zero] / w[~zero]
+    expect(not (abs(rate - (1 - 0.75 ** 2)) < 0.06 and same(c, torch.full_like(c, 1 / 0.75 ** 2), atol=1e-3)),
+           f"you applied dropout twice (measured a rate of {rate:.2f} for dropout=0.25, and the kept weights scaled by "
+           "1/0.75²): drop the weights once, with F.dropout(w, dropout, training)")
     expect_rate(rate, 0.25, 0.06, "with dropout=0.25 a quarter of the weights should be 0")
     c = dw[~zero] / w[~zero]
     expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "the kept weights should be scaled by 1/(1 - dropout), so "
@@ -244,6 +260,8 @@ def _forward_wrongs(sa, x):
         (sa.unifyheads(merge(att(qs, ks, vs, scale=e))),
          "you scaled by √e, the full embedding size: each head's dot products have s = e // h terms, scale by √s"),
         (sa.unifyheads(merge(att(qs, ks, vs, scale=1))), "you forgot to scale the scores by 1/√s"),
+        (sa.unifyheads(merge(att(qs, ks, vs, scale=h))), f"you scaled by √h, h = sa.heads = {h} the number of heads: the "
+         "scale is √s, s = e // h the size of each head's queries and keys"),
         (sa.unifyheads(merge(att(ks, qs, vs))), "queries and keys are swapped: the weights of output i compare q_i with every k_j"),
         (sa.unifyheads(merge(att(qs, ks, vs, dim=-2))), "softmax over the queries: it must run over the keys, the last dim"),
         (sa.unifyheads(merge(att(qs, ks, vs)))[:1].expand(b, t, e),

@@ -43,6 +43,13 @@ def check_layer_norm(fn):
         given, eps = eps is not None, 1e-5 if eps is None else eps
         ref = F.layer_norm(x, (e,), w, bias, eps)
         if same(out, ref, atol=1e-4): continue
+        if x.dtype == torch.float32:                                  # right in float64? then float32 lost the digits
+            x64 = tuple(a.double() for a in (x, w, bias))
+            out64 = _call_like(fn, x64 + args[3:], x64[0], "it works in float32 but not in float64")
+            expect(not same(out64, F.layer_norm(x64[0], (e,), x64[1], x64[2], eps), atol=1e-6), "right in float64, wrong "
+                   "in float32 for tokens whose mean is large against their spread: mean(x²) − mean(x)² (a one-pass variance) "
+                   "subtracts two nearly equal numbers, and float32's 7 digits cancel (catastrophic cancellation). Take the "
+                   "mean of (x − mean)² (x.var(-1, correction=0)), which subtracts the mean first")
         def by(dim, unbiased=False, eps_in=True, eps=eps):
             mu, var = x.mean(dim, keepdim=True), x.var(dim, keepdim=True, correction=int(unbiased))
             n = (x - mu) / (torch.sqrt(var + eps) if eps_in else var.sqrt() + eps)
@@ -63,12 +70,23 @@ def check_layer_norm(fn):
         expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: weight (γ) scales, bias (β) shifts")
         expect(not same(out, F.layer_norm(x, (e,), w, None, eps)), "add bias (β) after scaling")
         expect(not same(out, F.layer_norm(x, (e,), None, bias, eps)), "multiply by weight (γ) before adding the bias")
+        mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, correction=0)
+        expect(not same(out, (x - mu) / torch.sqrt(var.clamp_min(eps)) * w + bias, atol=1e-4), "you clamped the variance "
+               "at eps (max(var, eps)): LayerNorm adds eps to the variance, inside the square root")
+        expect(not same(out, (x - mu) / var.sqrt().clamp_min(eps) * w + bias, atol=1e-4), "you clamped the standard "
+               "deviation at eps: LayerNorm adds eps to the variance, inside the square root")
+        for c in {5, 6, 7, 8, 512, 768} - {e}:                          # a size of other inputs, or of a real model
+            for m in (x.sum(-1, keepdim=True) / c, mu):                  # the mean, the variance or both over a hard-coded e
+                vc = (x - m).pow(2).sum(-1, keepdim=True) / c
+                expect(not same(out, (x - m) / torch.sqrt(vc + eps) * w + bias, atol=1e-4), f"you divided a sum by {c} "
+                       f"(a hard-coded e?): e is the size of x's last dim ({e} here), take it from x (or use .mean)")
         for other in (1e-5, 1e-6, 1e-12, 0.):
             wo = F.layer_norm(x, (e,), w, bias, other)
             expect(other == eps or same(wo, ref, atol=1e-4) or not same(out, wo, atol=1e-4),
                    f"use the eps you are given (eps={eps:g} here): it looks like you used {other:g}" if given else
                    f"the default eps is 1e-5, as in nn.LayerNorm: it looks like you used {other:g}")
-        expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm: is e hard-coded somewhere?")
+        expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm, and from each usual mistake: "
+                      "(x − mean) / √(biased variance + eps) over the last dim, then × weight + bias")
     on_device(fn, *_ln_fixtures()[0][:3])
 
 # %% ../../nbs/05_block.ipynb #77d20560
@@ -123,6 +141,8 @@ def _ff_dropout(fn, p):
         expect(bool(zero.any()) and same(a, c * b, atol=1e-4), "dropout sits at the end, on the MLP's output: each output is "
                "0 or output/(1-p) (yours is not: dropout on the hidden layer or on the input?)")
         rate = float(zero.float().mean())
+        expect(not (abs(rate - (1 - (1 - p) ** 2)) < 0.03 and abs(c - 1 / (1 - p) ** 2) < 1e-2), f"you applied dropout twice "
+               f"(measured a rate of {rate:.3f} for dropout={p}, the kept outputs scaled by 1/(1-p)²): one nn.Dropout, at the end")
         expect(float(zero.all(-1).float().mean()) < (rate + rate ** 7) / 2, "your dropout zeroes whole tokens: nn.Dropout zeroes "
                "each output on its own")                      # independent zeros: a token of 7 is all 0 with prob. rate^7
         expect(abs(rate - (1 - p)) > 0.03, f"nn.Dropout(p) takes the probability to *drop*: you passed the keep "
@@ -178,6 +198,29 @@ def check_feedforward(fn):
 # %% ../../nbs/05_block.ipynb #e1264780
 #| code-fold: true
 # @title check_postnorm_block
+def _train_block(prenorm):
+    "A block with dropout 0.3 everywhere (attention weights, `do`, the MLP), in training mode, random norm weights, and its input"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        blk = TransformerBlock(ModelConfig(emb=12, heads=3, mult=2, dropout=0.3, prenorm=prenorm)).train()
+        with torch.no_grad():
+            for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
+    return blk, rand(3, 6, 12, seed=7) * 2
+
+def _expect_train_mode(fn, prenorm, ref):
+    "In training mode, with every dropout on, `fn` must give `ref(blk, x)` under the same random draws, and keep the mode"
+    blk, x = _train_block(prenorm)
+    with torch.no_grad():
+        out = seeded(_block_call, fn, blk, x)
+        expect(not same(out, blk.eval()(x), atol=1e-5), "in training mode your block is deterministic: it must run "
+               "blk.attention, blk.do and blk.ff as they are (their dropouts are on in training mode); did you call .eval()?")
+        blk.train()
+        expect(same(out, seeded(ref, blk, x), atol=1e-5), "in training mode (dropout 0.3) your block differs from the "
+               "formula under the same random draws, though it is right in eval mode: a dropout of your own, or blk.do "
+               "applied twice or elsewhere? The dropouts are blk.do on the attention output and those inside blk.attention "
+               "and blk.ff, each used once")
+        expect_mode_kept(lambda b, *a: _block_call(fn, b, *a), blk, x)
+
 class _Scale(nn.Module):
     "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output"
     def forward(self, x): return x * 0.7
@@ -236,8 +279,10 @@ def check_postnorm_block(fn):
         with torch.no_grad():
             out = _block_call(fn, blk, x)
             h = N1(x + D(Ao(x)))
+            expect(same(out, _block_call(fn, blk, x)), "your block is random in eval mode: a dropout of your own? (F.dropout "
+                   "is on unless you pass training=...); the block's dropout is blk.do, an nn.Dropout, off in eval mode")
             if not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
-                f"for x of shape {tuple(x.shape)} the output differs from the post-norm block: is a size hard-coded?")
+                f"for x of shape {tuple(x.shape)} the output differs from the post-norm block and from each usual mistake: h = norm1(x + do(attention(x))), then norm2(h + ff(h))")
             out = _block_call(fn, blk, x, pad)
             hp = N1(x + D(blk.attention(x, pad)))
             expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to the attention")
@@ -245,6 +290,7 @@ def check_postnorm_block(fn):
     with torch.no_grad():
         h = blk.norm1(x + blk.do(blk.attention(x)))
         _expect_cache(fn, blk, x, blk.norm2(h + blk.ff(h)))
+    _expect_train_mode(fn, False, lambda b, x: (lambda h: b.norm2(h + b.ff(h)))(b.norm1(x + b.do(b.attention(x)))))
     blk, x, pad = _test_blocks(False)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
@@ -286,8 +332,10 @@ def check_prenorm_block(fn):
         with torch.no_grad():
             out = _block_call(fn, blk, x)
             h = x + D(Ao(N1(x)))
+            expect(same(out, _block_call(fn, blk, x)), "your block is random in eval mode: a dropout of your own? (F.dropout "
+                   "is on unless you pass training=...); the block's dropout is blk.do, an nn.Dropout, off in eval mode")
             if not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
-                f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block: is a size hard-coded?")
+                f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block and from each usual mistake: h = x + do(attention(norm1(x))), then h + ff(norm2(h))")
             out = _block_call(fn, blk, x, pad)
             hp = x + D(Ao(N1(x), pad))
             expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to the attention")
@@ -295,6 +343,7 @@ def check_prenorm_block(fn):
     with torch.no_grad():
         h = x + blk.do(blk.attention(blk.norm1(x)))
         _expect_cache(fn, blk, x, h + blk.ff(blk.norm2(h)))
+    _expect_train_mode(fn, True, lambda b, x: (lambda h: h + b.ff(b.norm2(h)))(x + b.do(b.attention(b.norm1(x)))))
     blk, x, pad = _test_blocks(True)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
