@@ -94,7 +94,7 @@ def test_check_mask_scores():
         (ms_cast_inf, 'became -inf'), (ms_small, 'not negative enough'), (ms_inplace, 'in place'), (ms_float, 'dtype'),
         # issue 11's families
         (ms_setitem, INPLACE), (ms_f32_fill, 'does not fit'), (ms_where_f32, 'became -inf'), (ms_add, r'became -inf.*add'),
-        (ms_add_f32, 'NaN'), (ms_first, FIRST), (ms_pad_shape, r'shape \(1, 5, 5\)'), (ms_3d, 'number of dims'),
+        (ms_add_f32, 'NaN'), (ms_first, FIRST), (ms_pad_shape, r'shape \(1, 5, 5\)'), (ms_3d, r'number of dims|dims where the other had'),
         (ms_full_cpu, DEVICE), (ms_squeeze, SQUEEZE), (ms_view, HARD), (ms_clone_f64, DTYPE),
         (ms_1e4, 'fill with neg_fill'), (ms_f16_fill, 'fill with neg_fill')])
     assert_check(check_mask_scores, lambda s, m: torch.where(m, s, torch.tensor(neg_fill(s.dtype), dtype=s.dtype)))
@@ -183,7 +183,7 @@ def test_check_masked_softmax():
         (sm_detach, 'detach'), (sm_1e9, 'does not fit'), (sm_inverted, 'inverted'),
         # issue 11's families
         (sm_mask_float, DTYPE), (sm_f32, DTYPE), (sm_fill_, INPLACE), (sm_unmask_full, INPLACE), (sm_zeros_cpu, DEVICE),
-        (sm_first, FIRST), (sm_squeeze, SQUEEZE), (sm_3d, 'number of dims'), (sm_ignore, 'ignored the mask'),
+        (sm_first, FIRST), (sm_squeeze, SQUEEZE), (sm_3d, r'number of dims|dims where the other had'), (sm_ignore, 'ignored the mask'),
         (sm_none_f32, DTYPE), (sm_d2l_1e6, 'does not fit')])
     assert_check(check_masked_softmax, lambda s, m=None: F.softmax(s, -1) if m is None else
                  torch.where(m, F.softmax(mask_scores(s, m), -1), 0.))
@@ -271,7 +271,7 @@ def test_check_masked_softmax_lens():
         (ml_plus_one, r'valid_len \+ 1'), (ml_minus_one, 'valid_len - 1'), (ml_queries, 'masked the queries'),
         (ml_only_1d, r'one length per query'), (ml_no_none, 'raised'),
         # issue 11's families
-        (ml_clamp5, r'wrong weights for \(b,\)'), (ml_t5, HARD), (ml_3d_only, 'number of dims'),
+        (ml_clamp5, r'wrong weights for \(b,\)'), (ml_t5, HARD), (ml_3d_only, r'number of dims|dims where the other had|does not line up'),
         (ml_4d_only, r'shape \(1, 3, 5\)'), (ml_first, FIRST), (ml_fill_, INPLACE), (ml_lens_inplace, INPLACE),
         (ml_float, DTYPE), (ml_arange_cpu, DEVICE), (ml_squeeze, SQUEEZE), (ml_none_default, 'plain softmax')])
     def loop(s, lens=None):                # a correct answer that reads the lengths one by one
@@ -299,3 +299,74 @@ def test_checks_never_crash_on_nonsense():
             try: check(fn)
             except CheckError as e: assert re.search(pat, str(e)), (check.__name__, pat, str(e))
             else: raise AssertionError(f"{check.__name__} accepted nonsense matching {pat!r}")
+
+
+# --- issue 31: more mistakes learners make, with the hint of their real cause, and valid answers in other styles ------
+from transformers_scratch.masks import lengths_to_mask
+from transformers_scratch.checks.masks import check_masked_softmax_lens as _cmsl   # noqa: F401 (imported above too)
+
+def cm_additive(t, device=None): return torch.full((t, t), float('-inf'), device=device).triu(1)   # nn.Transformer's
+def ms_times_mask(s, m): return s * m
+def ms_transposed(s, m): return s.masked_fill(~m.transpose(-1, -2), neg_fill(s.dtype))
+def msl_bad_broadcast(s, lens=None):                       # the (b, t_k) mask given one dim, whatever the scores' dims
+    if lens is None: return F.softmax(s, -1)
+    m = torch.arange(s.size(-1), device=s.device) < lens[..., None]
+    if lens.dim() == 1: m = m[:, None, :]
+    return masked_softmax(s, m)
+
+def test_new_wrongs():
+    assert_check(check_causal_mask, causal_mask, [(cm_additive, 'additive mask')])
+    assert_check(check_mask_scores, mask_scores, [(ms_times_mask, 'multiplied the scores by the mask'),
+                                                  (ms_transposed, 'mask transposed')])
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_bad_broadcast, r'does not line up.*\[:, None, None, :\]')])
+
+VALID_CAUSAL = [lambda t, device=None: torch.ones(t, t).tril().bool().to(device),                       # made, then moved
+                lambda t, device=None: ~torch.ones(t, t, dtype=torch.bool, device=device).triu(1),
+                lambda t, device=None: torch.arange(t, device=device)[:, None] >= torch.arange(t, device=device),
+                lambda t, device=None: torch.tril(torch.ones(t, t, device=device)) == 1]
+VALID_FILL = [lambda s, m: s.masked_fill(m.logical_not(), torch.finfo(s.dtype).min),
+              lambda s, m: s.where(m, neg_fill(s.dtype)),
+              lambda s, m: torch.where(m, s, torch.full_like(s, neg_fill(s.dtype))),
+              lambda s, m: torch.where(m.expand_as(s), s, s.new_tensor(torch.finfo(s.dtype).min))]
+def msm_logspace(s, m=None):                               # log-space: log-sum-exp over the allowed keys only
+    if m is None: return s.softmax(-1)
+    f = s.masked_fill(~m, neg_fill(s.dtype))
+    return (f - f.logsumexp(-1, keepdim=True)).exp() * m
+def msm_renormalise(s, m=None):                            # exp of the max-shifted scores times the mask, renormalised
+    if m is None: return F.softmax(s, -1)
+    mx = s.masked_fill(~m, neg_fill(s.dtype)).amax(-1, keepdim=True)
+    mx = torch.where(m.any(-1, keepdim=True), mx, torch.zeros_like(mx))   # a row with no key: shift by 0, not by -max
+    z = torch.exp(s - mx) * m
+    return z / z.sum(-1, keepdim=True).clamp_min(torch.finfo(s.dtype).tiny)
+def msm_upcast(s, m=None):                                 # computed in float32 (float64 kept), cast back
+    dt = torch.promote_types(s.dtype, torch.float32)
+    if m is None: return F.softmax(s.to(dt), -1).to(s.dtype)
+    w = F.softmax(s.to(dt).masked_fill(~m, neg_fill(dt)), -1)
+    return torch.where(m, w, torch.zeros_like(w)).to(s.dtype)
+def msl_via_mask(s, lens=None):                            # the lengths turned into a mask shaped like the scores
+    if lens is None: return F.softmax(s, -1)
+    m = lengths_to_mask(lens, s.size(-1))                  # (b, t_k) or (b, t_q, t_k)
+    m = m.view(m.size(0), *[1] * (s.dim() - m.dim()), *m.shape[1:]) if lens.dim() == 1 else m.view(m.size(0), *[1] * (s.dim() - 3), *m.shape[1:])
+    return masked_softmax(s, m)
+def msl_d2l(s, lens=None):                                 # d2l's repeat_interleave, with a finite fill and zeroed weights
+    if lens is None: return F.softmax(s, -1)
+    shape = s.shape
+    if lens.dim() == 1: lens = lens.repeat_interleave(shape[-2] * (s[0].numel() // (shape[-2] * shape[-1])))
+    else: lens = lens[:, None, :].expand(shape[0], s[0].numel() // (shape[-2] * shape[-1]), shape[-2]).reshape(-1)
+    flat = s.reshape(-1, shape[-1])
+    keep = torch.arange(shape[-1], device=s.device)[None, :] < lens[:, None]
+    w = F.softmax(flat.masked_fill(~keep, neg_fill(s.dtype)), -1).masked_fill(~keep, 0.)
+    return w.reshape(shape)
+def msl_where(s, lens=None):                               # broadcasting by unsqueeze, torch.where
+    if lens is None: return torch.softmax(s, -1)
+    k = torch.arange(s.size(-1), device=s.device)
+    L = lens if lens.dim() == 2 else lens[:, None]         # (b, 1) or (b, t_q)
+    m = k < L.reshape(L.size(0), *[1] * (s.dim() - 3), L.size(1), 1)
+    w = torch.softmax(torch.where(m, s, torch.full_like(s, neg_fill(s.dtype))), -1)
+    return torch.where(m, w, torch.zeros_like(w))
+
+def test_valid_styles_pass():
+    for fn in VALID_CAUSAL: assert_check(check_causal_mask, fn)
+    for fn in VALID_FILL: assert_check(check_mask_scores, fn)
+    for fn in (msm_logspace, msm_renormalise, msm_upcast): assert_check(check_masked_softmax, fn)
+    for fn in (msl_via_mask, msl_d2l, msl_where): assert_check(check_masked_softmax_lens, fn)

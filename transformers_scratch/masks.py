@@ -5,21 +5,21 @@
 # %% auto #0
 __all__ = ['causal_mask', 'neg_fill', 'mask_scores', 'lengths_to_mask', 'masked_softmax', 'masked_softmax_lens']
 
-# %% ../nbs/02_masks.ipynb #0a8bac91
+# %% ../nbs/02_masks.ipynb #4a726cfb
 import torch, torch.nn.functional as F
 
-# %% ../nbs/02_masks.ipynb #19f2968e
+# %% ../nbs/02_masks.ipynb #e742a19f
 # @title Solution: causal mask
 def causal_mask(t, device=None):
     "(t, t) bool mask, True where query `i` may see key `j`, i.e. `j <= i`"
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()
 
-# %% ../nbs/02_masks.ipynb #b6ca7534
+# %% ../nbs/02_masks.ipynb #ee520238
 def neg_fill(dtype):
     "The most negative finite value of `dtype`: a masked-score fill that is safe in fp32, fp16 and bf16"
     return torch.finfo(dtype).min
 
-# %% ../nbs/02_masks.ipynb #8d1b6628
+# %% ../nbs/02_masks.ipynb #7db30ce0
 # @title Solution: mask scores
 def mask_scores(scores,  # (..., t_q, t_k) raw attention scores
                 mask,    # bool, broadcastable to `scores`, True where attending is allowed
@@ -27,12 +27,12 @@ def mask_scores(scores,  # (..., t_q, t_k) raw attention scores
     "Fill the scores where `mask` is False with `neg_fill`, before the softmax"
     return scores.masked_fill(~mask, neg_fill(scores.dtype))
 
-# %% ../nbs/02_masks.ipynb #1e029675
+# %% ../nbs/02_masks.ipynb #6a66511f
 def lengths_to_mask(lens, t):
     "(..., t) bool mask, True at the first `lens[...]` positions; `lens` (b,) gives (b, t)"
     return torch.arange(t, device=lens.device) < lens[..., None]
 
-# %% ../nbs/02_masks.ipynb #20e0e66c
+# %% ../nbs/02_masks.ipynb #c36269a3
 # @title Solution: masked softmax
 def masked_softmax(scores,     # (..., t_q, t_k) raw attention scores
                    mask=None,  # bool, broadcastable to `scores`, True where attending is allowed
@@ -42,7 +42,7 @@ def masked_softmax(scores,     # (..., t_q, t_k) raw attention scores
     w = F.softmax(mask_scores(scores, mask), dim=-1)
     return w.masked_fill(~mask, 0.)
 
-# %% ../nbs/02_masks.ipynb #3a723f17
+# %% ../nbs/02_masks.ipynb #3871c52c
 # @title Solution: masked softmax with valid lengths
 def masked_softmax_lens(scores,           # (b, ..., t_q, t_k) raw attention scores
                         valid_lens=None,  # (b,) or (b, t_q): how many keys, from the left, each row may see

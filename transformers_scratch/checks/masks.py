@@ -10,7 +10,7 @@ import math, itertools, torch, torch.nn.functional as F   # noqa: F401 (the chec
 from ..core import *
 from ..masks import *
 
-# %% ../../nbs/02_masks.ipynb #5dcfacac
+# %% ../../nbs/02_masks.ipynb #e2d9943b
 #| code-fold: true
 # @title check_causal_mask
 def _causal_loop(t): return torch.tensor([[j <= i for j in range(t)] for i in range(t)], dtype=torch.bool).view(t, t)
@@ -22,6 +22,9 @@ def check_causal_mask(fn):
     for t in (4, 7, 1, 2, 12):
         ref, out = _causal_loop(t), run(t)
         what = f"causal_mask({t})"
+        expect(not (isinstance(out, torch.Tensor) and out.is_floating_point() and out.device.type != 'meta' and torch.isinf(out).any()),
+               "that is an additive mask (0 and -inf, like nn.Transformer's generate_square_subsequent_mask): here the mask "
+               "is bool, True where query i may see key j")
         expect(not isinstance(out, torch.Tensor) or out.dtype == torch.bool,
                f"return a bool mask (True = may attend), got dtype {getattr(out, 'dtype', None)}")
         run.like(out, ref, what)
@@ -41,7 +44,7 @@ def check_causal_mask(fn):
                "create the mask on `device` (pass device= to torch.ones)")
         expect(out.shape == (3, 3) and out.dtype == torch.bool, "causal_mask(3, device=...) should be a (3, 3) bool mask")
 
-# %% ../../nbs/02_masks.ipynb #7117d789
+# %% ../../nbs/02_masks.ipynb #cdc87bad
 #| code-fold: true
 # @title check_mask_scores
 def _ref_weights(s, m):
@@ -98,6 +101,11 @@ def check_mask_scores(fn):
                "(future) keys take all the weight, or give NaN — fill with a very negative number")
         expect(not (same(bad, s[~me]) and (ok < -1e3).all()),
                "the mask is inverted: True means *may attend*, so fill where mask is False (~mask)")
+        expect(not same(out, s * mask), "you filled with 0 (or multiplied the scores by the mask): the masked scores become 0, "
+               "and exp(0) = 1 still gives them weight — fill them with a very negative number (masked_fill)")
+        mt = mask.transpose(-1, -2)
+        expect(mt.shape[-2:] != mask.shape[-2:] or not same(out, s.masked_fill(~mt, neg_fill(s.dtype))),
+               "you used the mask transposed: its rows are the queries (dim -2) and its columns the keys (dim -1), as the scores'")
         expect(not (bad == 0).all(), "you filled with 0: exp(0) = 1, so the masked keys still get weight — fill with a very negative number")
         expect(not torch.isinf(bad).any(), "a -inf fill turns a row with every key masked into NaN: use a finite fill, neg_fill(scores.dtype)")
         expect(s.size(0) == 1 or not same(out, s.masked_fill(~mask[:1], neg_fill(s.dtype))),
@@ -121,7 +129,7 @@ def check_mask_scores(fn):
                "negative finite value: a fixed number (-1e4, -1e9) is too small for some scores or too big for the dtype")
     on_device(fn, *_mask_fixtures()[1])
 
-# %% ../../nbs/02_masks.ipynb #14ec2c30
+# %% ../../nbs/02_masks.ipynb #8e7a5913
 #| code-fold: true
 # @title check_masked_softmax
 def _softmax_fixtures():
@@ -168,6 +176,9 @@ def check_masked_softmax(fn):
         expect(not full.any() or not same(out[full], torch.full_like(out[full], 1 / s.size(-1))), "a fully masked row should be all zeros "
                "(it attends to nothing), you return a uniform row: set the masked weights to 0 after the softmax")
         expect(not same(out[~full], _ref_weights(s, ~mask)[~full]), "the mask is inverted: True means *may attend*")
+        mt = mask.transpose(-1, -2)
+        expect(mt.shape[-2:] != mask.shape[-2:] or not same(out, _ref_weights(s, mt)),
+               "you used the mask transposed: its rows are the queries (dim -2) and its columns the keys (dim -1), as the scores'")
         expect(s.size(0) == 1 or not same(out, _ref_weights(s, mask[:1])),
                "every batch element got the mask of the first one: use the whole mask, it broadcasts against the scores")
         expect(same(out[~full].sum(-1), torch.ones(int((~full).sum()), dtype=s.dtype)),
@@ -194,7 +205,7 @@ def check_masked_softmax(fn):
     on_device(fn, *_softmax_fixtures()[1])
     on_device(fn, _softmax_fixtures()[1][0])
 
-# %% ../../nbs/02_masks.ipynb #ae4aa673
+# %% ../../nbs/02_masks.ipynb #512e9ddd
 #| code-fold: true
 # @title check_masked_softmax_lens
 def _ref_lens(s, lens):
@@ -214,10 +225,26 @@ def _lens_fixtures():
     return [(s1, torch.tensor([1])), (s1, torch.tensor([[2, 0, 5]])), (s2, torch.tensor([2, 6, 0, 1])), (s2, l2),
             (s3, torch.tensor([5, 1, 0])), (s3, randint(0, 6, (3, 4), seed=12))]
 
+def _lens_error(e, args):
+    "A hint for a crash of the d2l-style softmax on (scores, valid_lens)"
+    hint = _fill_error(e, args)
+    if hint or len(args) < 2 or not isinstance(args[1], torch.Tensor): return hint
+    s, lens = args[0], args[1]
+    import re
+    at = re.search(r'dimension (\d+)', str(e))
+    if at and int(at.group(1)) in (s.dim() - 1, -1):                  # the keys' dim itself: a size, not the mask's dims
+        return (f"your mask does not have the {s.size(-1)} keys of scores {tuple(s.shape)}: is a number of keys hard-coded? "
+                "Take it from the scores, scores.size(-1)")
+    if 'must match the size' in str(e) or 'expanded size' in str(e) or 'broadcast' in str(e):
+        return (f"your mask from valid_lens {tuple(lens.shape)} does not line up with scores {tuple(s.shape)}: the lengths count "
+                "keys (the last dim), so the mask is (b, t_k) or (b, t_q, t_k); give it a dim of size 1 for every dim of the scores "
+                "between the batch and the keys (for 4-D scores and (b,) lengths: mask[:, None, None, :])")
+    return hint
+
 @checker(solution='masks.masked_softmax_lens')
 def check_masked_softmax_lens(fn):
     "Check `fn(scores, valid_lens)` (d2l style) against a slow loop, for (b,) and (b, t_q) lengths including 0"
-    run = Runs(fn, _fill_error)
+    run = Runs(fn, _lens_error)
     for s, lens in _lens_fixtures():
         out = run(s)
         run.like(out, s, "the output without valid_lens")
