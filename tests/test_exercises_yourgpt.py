@@ -86,7 +86,7 @@ def test_check_causal_self_attention():
         (_att('att_split', split=False), 'splitting the heads'),
         (_att('att_no_unify', unify=False), 'unifyheads'),
         (_att('att_drop_eval', always_drop=True), 'eval mode'),
-        (att_qkv_bias, 'no bias'), (att_renamed, "library's names"), (att_shared, 'one module'), (att_two_args, 'one argument'),
+        (att_qkv_bias, 'no bias'), (att_renamed, "proj is unifyheads"), (att_shared, 'one module'), (att_two_args, 'one argument'),
         (att_fixed_heads, 'raised|hard-coded'), (att_inplace, 'in place')])
 
 def test_check_causal_self_attention_device():
@@ -625,3 +625,74 @@ def test_generate_issue31_wrongs():
         (gen_short, 'one token short'), (gen_long, 'longer than'), (gen_last_token, 'last token only'),
         (gen_no_newest, 'newest token'), (gen_temp_twice, 'applied twice'), (gen_to_cpu, 'device'),
         (gen_always_train, 'leave the model in the mode'), (gen_batch, 'row 0')])
+
+
+# --- issue 31: what a learner coming from Karpathy's "Let's build GPT" video writes ----------------------------------------
+class _Head(nn.Module):                                           # the video's Head: key, query, value, a `tril` buffer
+    def __init__(self, config, s):
+        super().__init__()
+        e = config.emb
+        self.key, self.query, self.value = (nn.Linear(e, s, bias=False) for _ in range(3))
+        self.register_buffer('tril', torch.tril(torch.ones(config.seq_len, config.seq_len)))
+    def forward(self, x): return x[..., :self.key.out_features]
+class att_video_heads(nn.Module):                                 # one module per head, then proj
+    def __init__(self, config):
+        super().__init__()
+        self.heads = nn.ModuleList([_Head(config, config.emb // config.heads) for _ in range(config.heads)])
+        self.proj = nn.Linear(config.emb, config.emb)
+    def forward(self, x): return self.proj(torch.cat([h(x) for h in self.heads], -1))
+class att_scale_C(att_nano_bias):                                 # the video's first version: wei = q @ kᵀ * C**-0.5, C = emb
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        att = (q @ k.transpose(-2, -1)) * x.size(-1) ** -0.5
+        return self.merge(self.attn_dropout(att.masked_fill(self.bias[:, :, :t, :t] == 0, float('-inf')).softmax(-1)) @ v)
+class att_softmax_heads(att_nano_bias):                           # F.softmax(wei, dim=1) on (b, h, t, t): over the heads
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        return self.merge(self.attn_dropout(att.masked_fill(self.bias[:, :, :t, :t] == 0, float('-inf')).softmax(1)) @ v)
+class _FeedForward(nn.Module):
+    def __init__(self, e, p):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(e, 4 * e), nn.ReLU(), nn.Linear(4 * e, e), nn.Dropout(p))
+    def forward(self, x): return self.net(x)
+class blk_video_ffwd(Block):                                      # ff wrapped in a FeedForward module with .net
+    def __init__(self, config):
+        super().__init__(config)
+        self.ff = _FeedForward(config.emb, config.dropout)
+class blk_video_names(nn.Module):                                 # sa, ffwd, ln1, ln2
+    def __init__(self, config):
+        super().__init__()
+        self.sa, self.ffwd = CausalSelfAttention(config), feedforward(config.emb, dropout=config.dropout)
+        self.ln1, self.ln2 = nn.LayerNorm(config.emb), nn.LayerNorm(config.emb)
+    def forward(self, x): return x
+class gpt_video_names(nn.Module):                                 # token_embedding_table, position_embedding_table, lm_head
+    def __init__(self, config):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(config.n_tokens, config.emb)
+        self.position_embedding_table = nn.Embedding(config.seq_len, config.emb)
+        self.lm_head = nn.Linear(config.emb, config.n_tokens)
+    def forward(self, x): return self.lm_head(self.token_embedding_table(x))
+gpt_pos_from_1 = _gpt('gpt_pos_from_1', lambda s, x: _trunk(s, s.trunk.do(s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x) + 1))))
+gpt_flat_logits = _gpt('gpt_flat_logits', lambda s, x: GPT.forward(s, x).flatten(0, 1))
+def gen_video(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # logits, loss = self(idx_cond)
+    idx = prompt[None]
+    for _ in range(n):
+        logits, loss = model(idx[:, -model.config.seq_len:])
+        idx = torch.cat((idx, sample_next(logits[:, -1, :], temperature, top_k, generator)[:, None]), dim=1)
+    return idx[0]
+def gen_block_size(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-model.config.block_size:])
+def gen_model_seq_len(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # the library model's attribute
+    return _loop(model, prompt, n, temperature, top_k, generator, window=lambda s, L: s[-model.seq_len:])
+
+def test_video_style_mistakes():
+    assert_check(check_causal_self_attention, CausalSelfAttention, [
+        (att_video_heads, 'one module per head'), (att_scale_C, 'not by 1/√e'), (att_softmax_heads, 'NaN.*another dim')])
+    assert_check(check_block, Block, [(blk_video_ffwd, r'\.net'), (blk_video_names, 'sa.*attention|ffwd.*ff|ln1.*norm1')])
+    assert_check(check_gpt, GPT, [(gpt_video_names, 'token_embedding_table|lm_head'), (gpt_pos_from_1, r'not 1\.\.t'),
+                                  (gpt_flat_logits, r'view\(B\*T, C\)')])
+    assert_check(check_generate, generate, [(gen_video, 'logits alone'), (gen_block_size, 'block_size.*seq_len'),
+                                            (gen_model_seq_len, 'config.seq_len')])

@@ -56,14 +56,21 @@ def _names_hint(extra, missing, what):
     if 'c_attn' in ks or 'qkv' in ks or 'in_proj' in ks:
         return (f"{what}: one Linear(e, 3e) makes q, k and v together ({extra[0]}, as nanoGPT's c_attn): this lesson keeps "
                 "three, tokeys, toqueries and tovalues (Linear(e, e), no bias), and unifyheads for the output")
-    for theirs, ours in (('c_proj', 'unifyheads'), ('out_proj', 'unifyheads'), ('o_proj', 'unifyheads'), ('q_proj', 'toqueries'),
+    if 'net' in ks.split('.') or '.net.' in ks:
+        return (f"{what}: ff is the nn.Sequential itself (ff.0, ff.2), not a module that holds one in .net ({extra[0]})")
+    if any('heads' in k.split('.') for k in extra):
+        return (f"{what}: one module per head ({extra[0]}, as in Karpathy's video): here one attention holds all heads, "
+                "tokeys, toqueries and tovalues are Linear(e, e) and the heads are views of their outputs, (b, t, h, s)")
+    for theirs, ours in (('token_embedding_table', 'trunk.token_emb'), ('position_embedding_table', 'trunk.pos_emb'),
+                         ('sa', 'attention'), ('ffwd', 'ff'), ('ln1', 'norm1'), ('ln2', 'norm2'), ('proj', 'unifyheads'),
+                         ('c_proj', 'unifyheads'), ('out_proj', 'unifyheads'), ('o_proj', 'unifyheads'), ('q_proj', 'toqueries'),
                          ('k_proj', 'tokeys'), ('v_proj', 'tovalues'), ('query', 'toqueries'), ('key', 'tokeys'),
                          ('value', 'tovalues'), ('ln_1', 'norm1'), ('ln_2', 'norm2'), ('mlp', 'ff'), ('attn', 'attention'),
                          ('wte', 'trunk.token_emb'), ('wpe', 'trunk.pos_emb'), ('ln_f', 'trunk.norm'), ('lm_head', 'toprobs'),
                          ('transformer.h', 'trunk.blocks')):
         if any(theirs in k.split('.') or k.startswith(theirs + '.') for k in extra):
-            return (f"{what}'s parameters should carry this lesson's names: {theirs} (nanoGPT's or Hugging Face's name) is "
-                    f"{ours} here (missing {missing[:3]}; the stub lists the names)")
+            return (f"{what}'s parameters should carry this lesson's names: {theirs} is {ours} here (nanoGPT, Hugging Face and "
+                    f"Karpathy's video name them otherwise; missing {missing[:3]}; the stub lists the names)")
     return None
 
 def _load(m, ref, what):
@@ -107,8 +114,9 @@ def _run(m, x, what, convention=_ATT_RETURNS):
     out = run(x)
     _tensor(out, what, convention)
     run.like(out, x, f"{what}'s output")
-    expect(not out.isnan().any(), f"{what}'s output has NaN values: is the diagonal masked too? Each position sees itself "
-           "(mask j > i only), so no row of scores is all -inf")
+    expect(not out.isnan().any(), f"{what}'s output has NaN values, the softmax of scores that are all -inf: is the "
+           "diagonal masked too (each position sees itself: mask j > i only), or does the softmax run over another dim "
+           "than the keys (dim=-1)?")
     return out
 
 def _expect_causal(m, x, what, n_tokens=None):
@@ -310,7 +318,9 @@ def _gpt_wrongs(ref, x):
         return ref.toprobs(T.norm(h) if norm else h)
     ids_as_pos = [] if x.max() >= T.pos_emb.seq_len else [
         (run(T.token_emb(x) + T.pos_emb(x)), "pos_emb takes the positions 0..t-1 (torch.arange(t)), not the token ids")]
-    return ids_as_pos + [
+    from_one = [] if x.size(1) >= T.pos_emb.seq_len else [
+        (run(T.token_emb(x) + T.pos_emb(pos + 1)), "the positions are 0..t-1, torch.arange(t), not 1..t")]
+    return ids_as_pos + from_one + [
             (run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
             (run(T.token_emb(x) + T.pos_emb(pos), norm=False), "the final LayerNorm is missing: trunk.norm goes after the "
              "last block, before toprobs"),
@@ -340,7 +350,7 @@ def _gpt_run(m, x, c, what='your GPT'):
     t = x.size(1)
     def hint(e, a):
         if 'index out of range' in str(e): return ("an embedding got an index out of range: token_emb takes the ids "
-                                                   "(< n_tokens), pos_emb the positions 0..t-1 (< seq_len), not the ids")
+                                                   "(< n_tokens), pos_emb the positions 0..t-1 (< seq_len): not the token ids, and not 1..t")
         if t < c.seq_len: return (f"your GPT raised {type(e).__name__} on a window of t={t} tokens with seq_len={c.seq_len}: "
                                   "the positions are 0..t-1, torch.arange(t), not arange(seq_len)")
     run = Runs(m, on_error=hint)
@@ -348,6 +358,8 @@ def _gpt_run(m, x, c, what='your GPT'):
     _tensor(out, what, _GPT_RETURNS)
     b = x.size(0)
     got = tuple(out.shape)
+    expect(got != (b * t, c.n_tokens), f"return the logits as (b, t, n_tokens), got {got}: the batch and time dims are "
+           "flattened (nanoGPT's logits.view(B*T, C) belongs to the loss, which flattens them itself){' or squeezed' if b == 1 else ''}")
     expect(got != (b, c.n_tokens), f"return the logits of every position, (b, t, n_tokens), not of the last one only: got {got}")
     expect(not (t > 1 and got == (b, 1, c.n_tokens)), f"return the logits of every position, (b, t, n_tokens), not of the last "
            f"one only (nanoGPT's inference shortcut x[:, [-1]]): got {got}")
@@ -482,7 +494,15 @@ _WINDOWS = [(lambda s, L: s[:L], "the window holds the first seq_len tokens: the
 
 def _gen(fn, model, prompt, n, *args):
     "`fn(model, prompt, n, *args)` through `Runs`, expecting a 1-D LongTensor"
-    out = Runs(fn)(model, prompt, n, *args)
+    def hint(e, a):
+        msg = str(e)
+        if 'values to unpack' in msg: return ("the model returns the logits alone, one tensor (not nanoGPT's (logits, loss)): "
+                                              f"logits = model(x) ({type(e).__name__}: {msg[:60]})")
+        name = next((n for n in _THEIR_NAMES if f"attribute '{n}'" in msg), None)
+        if name: return f"the model's config has no {name}: the window is model.config.{_THEIR_NAMES[name]} here"
+        if "attribute 'seq_len'" in msg or "attribute 'block_size'" in msg:
+            return f"read the window length from the model's config, model.config.seq_len ({type(e).__name__}: {msg[:60]})"
+    out = Runs(fn, on_error=hint)(model, prompt, n, *args)
     if isinstance(out, (tuple, list)): expect(False, f"return one tensor, the prompt followed by the new ids, not a {type(out).__name__}")
     expect(isinstance(out, torch.Tensor) and out.dtype == torch.long, f"return a LongTensor of ids, got "
            f"{getattr(out, 'dtype', type(out).__name__)}")
