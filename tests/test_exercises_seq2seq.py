@@ -688,3 +688,57 @@ def test_check_greedy_decode_new_mistakes():
         (gd_last_only, 'newest token'), (gd_sample, 'does not sample'), (gd_from_eos, 'started from eos_idx'),
         (gd_hard_eos, 'after EOS'), (gd_no_batch, 'src\\[None\\]'), (gd_skip_eos, 'after EOS'),
         (gd_cpu, 'made on the CPU|device')])
+
+
+def gd_encode_once(m, s, max_len=50, bos_idx=2, eos_idx=3):      # the encoder once, the decoder per token: valid
+    with torch.no_grad():
+        was = m.training; m.eval()
+        memory = m.encode(s[None])
+        ys = torch.full((1, 1), bos_idx, dtype=torch.long, device=s.device)
+        for _ in range(max_len):
+            nxt = m.decode(ys, memory)[0, -1].argmax()
+            if nxt.item() == eos_idx: break
+            ys = torch.cat([ys, nxt.view(1, 1)], 1)
+        m.train(was)
+    return ys[0, 1:]
+def gd_with_cache(m, s, max_len=50, bos_idx=2, eos_idx=3):       # the KV cache of what comes after the exercise
+    cache = m.new_cache()
+    return _gd(m, s, max_len, bos_idx, eos_idx) if cache is None else None
+
+def test_check_greedy_decode_encode_once():
+    assert_check(check_greedy_decode, gd_encode_once)
+    assert_check(check_greedy_decode, greedy_decode, [(gd_with_cache, 'keeps no cache')])
+
+def ca_softmax_queries(ca, x, m, pm=None):                        # the softmax over the queries
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if pm is not None: w = w.masked_fill(~pm[:, None, None, :], neg_fill(w.dtype))
+    w = w.softmax(-2)
+    if pm is not None: w = w.masked_fill(~pm[:, None, None, :], 0.)
+    return ca.unifyheads(merge_heads(F.dropout(w, ca.dropout, ca.training)))  if False else ca.unifyheads(merge_heads(F.dropout(w, ca.dropout, ca.training) @ v))
+def ca_merge_no_transpose(ca, x, m, pm=None):                     # (b, h, t, s) reshaped straight to (b, t, e)
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    from transformers_scratch.masks import masked_softmax
+    w = F.dropout(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), None if pm is None else pm[:, None, None, :]), ca.dropout, ca.training)
+    return ca.unifyheads((w @ v).reshape(x.shape))
+def ca_mask_on_queries(ca, x, m, pm=None):                        # the memory mask broadcast over the queries
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if pm is not None: w = w.masked_fill(~pm[:, None, :, None], neg_fill(w.dtype))
+    return ca.unifyheads(merge_heads(F.dropout(w.softmax(-1), ca.dropout, ca.training) @ v))
+
+def db_res_normed(blk, x, m, pad=None, mpad=None, cache=None):   # pre-norm with the residual taken after the norm
+    if not blk.prenorm: return decoder_block(blk, x, m, pad, mpad, cache)
+    h = blk.norm1(x); h = h + blk.do(blk.attention(h, pad, cache))
+    g = blk.norm2(h); h = g + blk.do(blk.cross_attention(g, mpad, cache, kv=m))
+    g = blk.norm3(h); return g + blk.ff(g)
+
+def tf_labels_shifted(t, bos_idx=2, eos_idx=3, pad_idx=1):       # the labels moved left as well
+    dec, lab = teacher_forcing(t, bos_idx, eos_idx, pad_idx)
+    return dec, torch.cat([lab[:, 1:], lab.new_full((t.size(0), 1), pad_idx)], 1)
+
+def test_more_new_mistakes():
+    assert_check(check_cross_attention, cross_attention, [
+        (ca_softmax_queries, 'over the queries'), (ca_merge_no_transpose, 'merged without'), (ca_mask_on_queries, 'KEYS')])
+    assert_check(check_decoder_block, decoder_block, [(db_res_normed, 'adds the normalised stream')])
+    assert_check(check_teacher_forcing, teacher_forcing, [(tf_labels_shifted, 'lost their first token')])

@@ -64,7 +64,7 @@ def check_valid_lens(fn):
 # %% ../../nbs/30_seq2seq.ipynb #5ae1a21e
 #| code-fold: true
 # @title check_cross_attention
-def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True):
+def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True, sm_dim=-1, merge='ok'):
     "Cross-attention written out, with knobs for the usual mistakes; `zero`: a query that sees no key gets zero weights"
     b, t, e = x.shape
     h = sa.heads; s = e // h
@@ -75,12 +75,12 @@ def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=Tr
     if pm is not None and mask != 'none' and not kx:
         mk = pm[:, None, None, :]
         keep = mk if mask != 'inverted' else ~mk
-        if mask in ('ok', 'inverted'): w = F.softmax(w.masked_fill(~keep, neg_fill(w.dtype)), -1)
+        if mask in ('ok', 'inverted'): w = F.softmax(w.masked_fill(~keep, neg_fill(w.dtype)), sm_dim)
         elif mask == 'after': w = F.softmax(w, -1) * mk
         elif mask == 'zero': w = F.softmax(w.masked_fill(~mk, 0.), -1)
         if zero: w = w.masked_fill(~keep, 0.)             # lesson 02's masked_softmax: zeros where nothing may be seen
-    else: w = F.softmax(w, -1)
-    out = merge_heads(w @ v)
+    else: w = F.softmax(w, sm_dim)
+    out = merge_heads(w @ v) if merge == 'ok' else (w @ v).reshape(b, t, e)
     return sa.unifyheads(out) if unify else out
 
 def _cross_fixtures():
@@ -95,8 +95,17 @@ def _cross_fixtures():
     pm4 = lengths_to_mask(torch.tensor([7, 2, 5, 4]), 7)
     return [(sas[0], x1, m1, None), (sas[1], x3, m3, pm3), (sas[2], x4, m4, pm4)]
 
-def _cross_crash(e, args):
-    "A RuntimeError on non-square fixtures is usually queries and keys taken from the wrong inputs"
+def _runs_without_mask(fn, args):
+    "Does `fn` run on the same fixture without its memory_pad_mask? (then the mask is what it trips on)"
+    try: fn(*args[:3]); return True
+    except Exception: return False
+
+def _cross_crash(e, args, fn=None):
+    "A RuntimeError on non-square fixtures is usually queries and keys taken from the wrong inputs, or a mask on the wrong dim"
+    if (isinstance(e, RuntimeError) and len(args) > 3 and isinstance(args[3], torch.Tensor) and fn is not None
+            and _runs_without_mask(fn, args)):
+        return (f"RuntimeError with a memory_pad_mask of shape {tuple(args[3].shape)}: it marks the KEYS (the memory's "
+                f"t_m positions), so it broadcasts as (b, 1, 1, t_m) against the (b, h, t_x, t_m) scores ({str(e)[:60]})")
     if isinstance(e, RuntimeError) and len(args) > 2 and isinstance(args[1], torch.Tensor) and isinstance(args[2], torch.Tensor):
         return (f"RuntimeError with x {tuple(args[1].shape)} and memory {tuple(args[2].shape)}: queries come from x and "
                 f"keys/values from memory, the weights are (t_x, t_m) ({str(e)[:60]})")
@@ -132,7 +141,7 @@ def check_cross_attention(fn):
     "Check `fn(sa, x, memory, memory_pad_mask)` against cross-attention written out (what `sa(x, memory_pad_mask, kv=memory)` computes), on non-square (t_x ≠ t_m) fixtures"
     for sa, x, m, pm in _cross_fixtures():
         b, t, e = x.shape
-        run = Runs(fn, on_error=_cross_crash)
+        run = Runs(fn, on_error=lambda e, a: _cross_crash(e, a, fn))
         with torch.no_grad():
             out = run(sa, x, m) if pm is None else run(sa, x, m, pm)
             expect(not (isinstance(out, torch.Tensor) and out.shape[:2] == m.shape[:2] and m.size(1) != t),
@@ -150,7 +159,11 @@ def check_cross_attention(fn):
                        "they come from the encoder's memory, only the queries come from x"),
                       (_ref_cross(sa, x, m, pm, scale=1), "you forgot to scale the scores by 1/√s, s = e // heads"),
                       (_ref_cross(sa, x, m, pm, scale=e), "you scaled by √e: each head's dot products have s = e // heads terms, scale by √s"),
-                      (_ref_cross(sa, x, m, pm, unify=False), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer")]
+                      (_ref_cross(sa, x, m, pm, unify=False), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
+                      (_ref_cross(sa, x, m, pm, sm_dim=-2), "the softmax runs over the queries (dim -2): each query's weights "
+                       "over the memory's positions sum to 1, softmax over the last dim"),
+                      (_ref_cross(sa, x, m, pm, merge='no_transpose'), "the heads are merged without moving them next to the "
+                       "size: (b, h, t_x, s) -> (b, t_x, h, s) first (merge_heads, or transpose(1, 2) before the reshape)")]
             if pm is not None:
                 for zero in (True, False):   # with and without lesson 02's zeros for a query that sees no key
                     wrongs += [(_ref_cross(sa, x, m, pm, mask='none', zero=zero), "you forgot the memory mask: padded source "
@@ -223,7 +236,7 @@ def _decoder_fixtures():
             lengths_to_mask(torch.tensor([1, 2, 2]), 2))]
 
 def _ref_block(blk, x, m, pad, mpad, order='sca', res=(1, 1, 1), mem_norm=False, use_pad=True, use_mpad=True,
-               self_cross=False, norms=(0, 1, 2), prenorm=None):
+               self_cross=False, norms=(0, 1, 2), prenorm=None, res_normed=False):
     "The decoder block written out, with knobs for the usual mistakes"
     A, C, F_ = blk.attention, blk.cross_attention, blk.ff
     N = [(blk.norm1, blk.norm2, blk.norm3)[i] for i in norms]
@@ -234,7 +247,7 @@ def _ref_block(blk, x, m, pad, mpad, order='sca', res=(1, 1, 1), mem_norm=False,
     h = x
     for i, key in enumerate(order):
         f, r, n = subs[key], res[i], N[i]
-        h = (r * h + f(n(h))) if pre else n(r * h + f(h))
+        h = (r * (n(h) if res_normed else h) + f(n(h))) if pre else n(r * h + f(h))
     return h
 
 def _cache_crash(e, args):
@@ -313,6 +326,9 @@ def check_decoder_block(fn):
                        "self-attention, norm2 with the cross-attention, norm3 with the MLP")]
             wrongs.append((_ref_block(blk, x, m, pad, mpad, prenorm=not blk.prenorm), f"that is the {'post' if blk.prenorm else 'pre'}-norm order: "
                            f"this block has prenorm={blk.prenorm}, follow blk.prenorm"))
+            if blk.prenorm:
+                wrongs.append((_ref_block(blk, x, m, pad, mpad, res_normed=True), "the residual adds the normalised stream: "
+                               "pre-norm adds the stream itself, h + sublayer(norm(h)), so that the norm only feeds the sublayer"))
             if mpad is not None:
                 wrongs.append((_ref_block(blk, x, m, pad, mpad, use_mpad=False), "you forgot memory_pad_mask: the "
                                "cross-attention must hide the memory's padding"))
@@ -402,6 +418,9 @@ def check_teacher_forcing(fn):
                "one column after it, at the row's valid length (append a column of padding first)")
         expect(not torch.equal(lab, _slow_teacher(x, bos, eos, pad, 1)[1]), "EOS is one column too far right: it goes "
                "right after each row's last real token, at the row's valid length (count the ids that are not pad_idx)")
+        expect(not (torch.equal(lab[:, :-1], rlab[:, 1:]) and not torch.equal(rlab[:, :-1], rlab[:, 1:])), "the labels "
+               "lost their first token (shifted twice): the labels are the target itself, y₁ first, then EOS; only the "
+               "decoder input moves right")
         expect(not bool(((lab == eos).sum(1) > 1).any()), "a row has more than one EOS: write one per row, at (row, "
                "valid length) — lab[torch.arange(b), lens] or scatter, not lab[:, lens], which writes every length into every row")
         expect(torch.equal(lab, rlab), "the labels are wrong: the target's tokens, then eos_idx, then padding")
@@ -494,11 +513,21 @@ class _ScriptedModel(nn.Module):
         self.w = nn.Parameter(torch.zeros(()))
         self.register_buffer('noise', rand(64, v, seed=seed) * 0.5)
         self.register_buffer('ok', torch.tensor([c for c in range(v) if c not in (eos, bos, 1)]))
+    def encode(self, src):
+        "The source as a 'memory' (b, t_s, 1), as `Seq2SeqTransformer.encode` runs the encoder once"
+        if src.dim() != 2: raise ValueError(f"the model takes batches: got src {tuple(src.shape)}")
+        return src[..., None].to(self.noise.dtype)
+    def decode(self, tgt, memory, memory_pad_mask=None, cache=None):
+        if cache is not None: raise ValueError("this stand-in model keeps no cache: run it on the whole target so far")
+        return self._logits(memory[..., 0].sum(1, keepdim=True).long(), tgt)
     def forward(self, src, tgt):
         if src.dim() != 2 or tgt.dim() != 2: raise ValueError(f"the model takes batches: got src {tuple(src.shape)}, tgt {tuple(tgt.shape)}")
+        return self._logits(src.sum(1, keepdim=True), tgt)
+    def _logits(self, ssum, tgt):
+        if tgt.dim() != 2: raise ValueError(f"the model takes batches: got tgt {tuple(tgt.shape)}")
         b, t = tgt.shape
         pos = torch.arange(t, device=self.w.device)
-        key = src.sum(1, keepdim=True) * 7 + tgt.cumsum(1) * 13 + pos * 5 + tgt * 3   # (b, t): the whole prefix matters
+        key = ssum * 7 + tgt.cumsum(1) * 13 + pos * 5 + tgt * 3                  # (b, t): the whole prefix matters
         nxt = self.ok[key % len(self.ok)]
         nxt = torch.where(pos >= self.stop - 1, torch.full_like(nxt, self.eos), nxt)
         logits = self.noise[:t][None] + 3 * F.one_hot(nxt, self.v).to(self.noise.dtype) + self.w
@@ -515,7 +544,10 @@ def _scripted_ref(model, src, max_len, bos, start=None, last_only=False, pos=-1)
     return torch.tensor(ys[1:], dtype=torch.long)
 
 def _src_hint(e, args):
-    "A crash inside the stand-in model on a 1-D source: the batch dim is missing"
+    "A crash inside the stand-in model on a 1-D source (the batch dim is missing) or on a cache it does not keep"
+    if isinstance(e, AttributeError) and 'cache' in str(e) or 'keeps no cache' in str(e):
+        return ("the check's stand-in model keeps no cache (new_cache): run model(src[None], target so far) on the whole "
+                "target at every step, as the docstring says; the KV cache comes after this exercise")
     if 'the model takes batches' in str(e):
         return (f"your code raised {type(e).__name__} ({str(e).splitlines()[0][:60]}): the model takes batches, a source "
                 "(1, t_s) and a target (1, t): src[None], and the target so far as a (1, t) tensor")
