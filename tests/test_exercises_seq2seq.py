@@ -742,3 +742,19 @@ def test_more_new_mistakes():
         (ca_softmax_queries, 'over the queries'), (ca_merge_no_transpose, 'merged without'), (ca_mask_on_queries, 'KEYS')])
     assert_check(check_decoder_block, decoder_block, [(db_res_normed, 'adds the normalised stream')])
     assert_check(check_teacher_forcing, teacher_forcing, [(tf_labels_shifted, 'lost their first token')])
+
+def ca_one_head(ca, x, m, pm=None):                               # no split into heads: one head of size e
+    from transformers_scratch.masks import masked_softmax
+    w = masked_softmax(ca.toqueries(x) @ ca.tokeys(m).transpose(-2, -1) / math.sqrt(x.size(-1)), None if pm is None else pm[:, None, :])
+    return ca.unifyheads(F.dropout(w, ca.dropout, ca.training) @ ca.tovalues(m))
+def ca_sdpa_bool(ca, x, m, pm=None):                              # SDPA with a boolean mask: NaN where the memory is all padding
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    mask = None if pm is None else pm[:, None, None, :]
+    return ca.unifyheads(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=ca.dropout if ca.training else 0.)))
+
+def test_cross_attention_one_head_and_sdpa_bool():
+    assert_check(check_cross_attention, cross_attention, [(ca_one_head, 'one head')])
+    q = torch.randn(1, 1, 2, 4)                                   # recent PyTorch gives zeros for a query that sees no key
+    if torch.isnan(F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(1, 1, 2, 2, dtype=torch.bool))).any():
+        assert_check(check_cross_attention, cross_attention, [(ca_sdpa_bool, 'SDPA given a boolean mask')])
+    else: assert_check(check_cross_attention, ca_sdpa_bool)

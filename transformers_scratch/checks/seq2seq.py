@@ -64,10 +64,10 @@ def check_valid_lens(fn):
 # %% ../../nbs/30_seq2seq.ipynb #5ae1a21e
 #| code-fold: true
 # @title check_cross_attention
-def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True, sm_dim=-1, merge='ok'):
+def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True, sm_dim=-1, merge='ok', h=None):
     "Cross-attention written out, with knobs for the usual mistakes; `zero`: a query that sees no key gets zero weights"
     b, t, e = x.shape
-    h = sa.heads; s = e // h
+    h = h or sa.heads; s = e // h
     q = split_heads(sa.toqueries(x), h)
     k = split_heads(sa.tokeys(x if kx else m), h)
     v = split_heads(sa.tovalues(x if vx else m), h)
@@ -162,6 +162,8 @@ def check_cross_attention(fn):
                       (_ref_cross(sa, x, m, pm, unify=False), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
                       (_ref_cross(sa, x, m, pm, sm_dim=-2), "the softmax runs over the queries (dim -2): each query's weights "
                        "over the memory's positions sum to 1, softmax over the last dim"),
+                      (_ref_cross(sa, x, m, pm, h=1), f"you attended with one head of size e: split the projections "
+                       f"into sa.heads = {sa.heads} heads of size s = e // heads (split_heads), and scale by √s"),
                       (_ref_cross(sa, x, m, pm, merge='no_transpose'), "the heads are merged without moving them next to the "
                        "size: (b, h, t_x, s) -> (b, t_x, h, s) first (merge_heads, or transpose(1, 2) before the reshape)")]
             if pm is not None:
@@ -207,7 +209,8 @@ def check_cross_attention(fn):
         with torch.no_grad(): out = run(c, xx, mm, pm0)
         run.like(out, xx)
         expect(not torch.isnan(out).any(), f"NaN in {dt} for a sentence whose memory is all padding: fill masked scores "
-               "with neg_fill(scores.dtype), a finite number, not -inf")
+               "with neg_fill(scores.dtype), a finite number, not -inf (SDPA given a boolean mask gives NaN there too: "
+               "set the weights, or the output rows, of a query that sees no key to 0)")
         tol = dict(atol=2e-2 if dt == torch.float16 else 1e-5, rtol=2e-2)
         if same(out, _ref_cross(c, xx, mm, pm0), **tol): continue
         expect(not same(out, _ref_cross(c, xx, mm, pm0, zero=False), **tol), "a sentence whose memory is all padding got "
