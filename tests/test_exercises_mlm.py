@@ -308,3 +308,6 @@ def test_masked_accuracy_new_mistakes():
         (lambda l, y: ((l.argmax(-1) == y) & (y != -100)).sum() // (y != -100).sum().clamp(min=1), 'integer'),
         (lambda l, y: masked_accuracy(l, y).cpu(), "device"),
     ])
+
+def test_a_loss_and_logits_pair_is_told_the_convention():
+    assert_check(check_masked_lm_loss, masked_lm_loss, [(lambda l, y: (masked_lm_loss(l, y), l), 'loss alone')])

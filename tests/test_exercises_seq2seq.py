@@ -758,3 +758,9 @@ def test_cross_attention_one_head_and_sdpa_bool():
     if torch.isnan(F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(1, 1, 2, 2, dtype=torch.bool))).any():
         assert_check(check_cross_attention, cross_attention, [(ca_sdpa_bool, 'SDPA given a boolean mask')])
     else: assert_check(check_cross_attention, ca_sdpa_bool)
+
+def test_tuple_answers_are_told_the_lessons_convention():   # nn.MultiheadAttention / Hugging Face shapes
+    assert_check(check_cross_attention, cross_attention, [(lambda *a: (cross_attention(*a), None), 'MultiheadAttention')])
+    assert_check(check_decoder_block, decoder_block, [(lambda *a: (decoder_block(*a), None), 'output alone')])
+    assert_check(check_seq2seq_loss, seq2seq_loss, [(lambda lg, *a: (seq2seq_loss(lg, *a), lg), 'loss alone')])
+    assert_check(check_greedy_decode, greedy_decode, [(lambda *a: (greedy_decode(*a), 0.), 'ids alone')])

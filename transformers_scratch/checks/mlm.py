@@ -149,7 +149,8 @@ def check_masked_lm_loss(fn):
         logits, y = rand(b, t, v, seed=i, dtype=dt) * 2, _mlm_targets(b, t, v, seed=i, empty_row=empty)
         out = run(logits, y)
         ref = F.cross_entropy(logits.reshape(-1, v), y.reshape(-1))
-        expect(torch.is_tensor(out), f"return the loss as a 0-dim tensor, got {type(out).__name__}")
+        expect(torch.is_tensor(out), f"return the loss as a 0-dim tensor, got {type(out).__name__}"
+               + (" (the loss alone, not a (loss, logits) pair)" if isinstance(out, (tuple, list)) else ""))
         expect(out.dim() == 0, f"return one number, the mean (a 0-dim tensor), got shape {tuple(out.shape)}")
         expect_like(out, ref, 'the loss')
         sel = y != -100

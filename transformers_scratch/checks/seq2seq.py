@@ -146,6 +146,8 @@ def check_cross_attention(fn):
             out = run(sa, x, m) if pm is None else run(sa, x, m, pm)
             expect(not (isinstance(out, torch.Tensor) and out.shape[:2] == m.shape[:2] and m.size(1) != t),
                    "the output has t_m positions: the queries come from x (the decoder), keys and values from memory")
+            expect(not isinstance(out, (tuple, list)), f"return the output alone, a (b, t_x, e) tensor, not a "
+                   f"{type(out).__name__} (nn.MultiheadAttention returns (output, weights); here only the output)")
             run.like(out, x)
             expect(not torch.isnan(out).any(), "NaN in the output: fill masked scores with a very negative finite number "
                    "(neg_fill), not +inf or -inf")
@@ -308,6 +310,8 @@ def check_decoder_block(fn):
         run = Runs(fn)
         with torch.no_grad():
             out = run(blk, x, m) if pad is None else run(blk, x, m, pad, mpad)
+            expect(not isinstance(out, (tuple, list)), f"return the block's output alone, a (b, t, e) tensor, not a "
+                   f"{type(out).__name__} (Hugging Face's decoder layers return tuples; here the cache is updated in place)")
             run.like(out, x)
             ref = _ref_block(blk, x, m, pad, mpad)
             if same(out, ref, atol=1e-4): continue
@@ -449,6 +453,8 @@ def check_seq2seq_loss(fn):
         if b > 1: labels[-1, 1:] = pad                                          # a short row: per-row means differ
         lg = logits.clone().requires_grad_()
         out = run(lg, labels) if (pad, eps) == (1, 0.) else run(lg, labels, pad, eps)
+        expect(not isinstance(out, (tuple, list)), f"return the loss alone, a 0-d tensor, not a {type(out).__name__} "
+               "(no (loss, logits) pair)")
         expect(isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}")
         expect(out.dim() == 0, f"return one number, the mean (a 0-d tensor), got shape {tuple(out.shape)}")
         expect(out.dtype == dt, f"the loss should have the logits' dtype {dt}, got {out.dtype}")
@@ -566,6 +572,8 @@ def check_greedy_decode(fn):
         args = (model, src) if (max_len, bos, eos) == (50, 2, 3) else (model, src, max_len, bos, eos)
         model.train()
         out = run(*args)
+        expect(not isinstance(out, list), "return a 1-D LongTensor of ids, not a list: torch.tensor(ids, device=src.device)")
+        expect(not isinstance(out, tuple), "return the ids alone, a 1-D LongTensor, not a tuple (no scores beside them)")
         expect(isinstance(out, torch.Tensor), f"return a 1-D LongTensor of ids, got {type(out).__name__}")
         expect(out.dim() == 1, f"return a 1-D tensor (no batch dimension), got shape {tuple(out.shape)}")
         expect(out.dtype == torch.long, f"return token ids as torch.long, got {out.dtype}")
