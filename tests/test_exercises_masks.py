@@ -370,3 +370,22 @@ def test_valid_styles_pass():
     for fn in VALID_FILL: assert_check(check_mask_scores, fn)
     for fn in (msm_logspace, msm_renormalise, msm_upcast): assert_check(check_masked_softmax, fn)
     for fn in (msl_via_mask, msl_d2l, msl_where): assert_check(check_masked_softmax_lens, fn)
+
+
+# --- issue 31: tensors made on the CPU are caught on a CPU-only machine (on_device watches meta meeting CPU) ------------
+def msm_zeros_cpu(s, m=None):                              # the output buffer made on the CPU
+    if m is None: return F.softmax(s, -1)
+    w = F.softmax(mask_scores(s, m), -1)
+    return torch.where(m, w, torch.zeros(w.shape, dtype=w.dtype))
+def msl_arange_cpu(s, lens=None):                          # the key positions made on the CPU
+    if lens is None: return F.softmax(s, -1)
+    k = torch.arange(s.size(-1))
+    m = k < (lens[:, None] if lens.dim() == 1 else lens[..., None])
+    m = m.view(m.size(0), *[1] * (s.dim() - m.dim()), *m.shape[1:]) if lens.dim() == 1 else m.view(m.size(0), *[1] * (s.dim() - 3), *m.shape[1:])
+    return masked_softmax(s, m)
+def ms_fill_tensor_cpu(s, m): return torch.where(m, s, torch.full((1,), neg_fill(s.dtype), dtype=s.dtype))
+
+def test_cpu_made_tensors_are_caught():
+    assert_check(check_masked_softmax, masked_softmax, [(msm_zeros_cpu, DEVICE)])
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_arange_cpu, DEVICE)])
+    assert_check(check_mask_scores, mask_scores, [(ms_fill_tensor_cpu, DEVICE)])
