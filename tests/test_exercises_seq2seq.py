@@ -764,3 +764,23 @@ def test_tuple_answers_are_told_the_lessons_convention():   # nn.MultiheadAttent
     assert_check(check_decoder_block, decoder_block, [(lambda *a: (decoder_block(*a), None), 'output alone')])
     assert_check(check_seq2seq_loss, seq2seq_loss, [(lambda lg, *a: (seq2seq_loss(lg, *a), lg), 'loss alone')])
     assert_check(check_greedy_decode, greedy_decode, [(lambda *a: (greedy_decode(*a), 0.), 'ids alone')])
+
+def ca_inf_nan_to_num(ca, x, m, pm=None):                         # -inf fill, the NaN of an all-padding memory turned into 0
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if pm is not None: w = w.masked_fill(~pm[:, None, None, :], float('-inf'))
+    w = F.dropout(w.softmax(-1).nan_to_num(0.), ca.dropout, ca.training)
+    return ca.unifyheads(merge_heads(w @ v))
+def sl_permute(lg, lab, pad_idx=1, smoothing=0.):
+    return F.cross_entropy(lg.permute(0, 2, 1), lab, ignore_index=pad_idx, label_smoothing=smoothing)
+
+def test_more_valid_styles():
+    assert_check(check_cross_attention, ca_inf_nan_to_num)
+    assert_check(check_seq2seq_loss, sl_permute)
+
+def db_cpu_mask(blk, x, m, pad=None, mpad=None, cache=None):      # a mask rebuilt with a CPU tensor
+    if mpad is not None: mpad = mpad & torch.ones(m.shape[:2], dtype=torch.bool)
+    return decoder_block(blk, x, m, pad, mpad, cache)
+
+def test_decoder_block_device():
+    assert_check(check_decoder_block, decoder_block, [(db_cpu_mask, 'made on the CPU|device')])
