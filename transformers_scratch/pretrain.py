@@ -78,7 +78,8 @@ def numericalize(toks, vocab):
     o2i = {w: i for i, w in enumerate(vocab)}
     return torch.tensor([o2i.get(w, 0) for ts in toks for w in ts], dtype=torch.long)
 
-# %% ../nbs/41_pretrain.ipynb #eb85c53e
+# %% ../nbs/41_pretrain.ipynb #ec6cb09f
+# @title Solution: MaskedLMDataLoader
 class MaskedLMDataLoader(DataLoader):
     "Windows of ids, masked per batch by `mask_tokens`: batches `(inputs, where, targets)`; `fixed` masks once, for validation"
     def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
@@ -97,6 +98,7 @@ class MaskedLMDataLoader(DataLoader):
         else: inp, tgt = mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p, self.g)
         return inp, tgt != -100, tgt
 
+# %% ../nbs/41_pretrain.ipynb #eb85c53e
 def _windows(ids, t):
     n = len(ids) // t
     return ids[:n * t].view(n, t)

@@ -1,0 +1,147 @@
+"Lesson 41's check accepts the solution and other valid styles, and rejects the stub and the typical wrong answers with the right hint."
+import random
+import numpy as np
+import pytest, torch
+from fastai.data.load import DataLoader
+from transformers_scratch.core import assert_check
+from transformers_scratch.mlm import mask_tokens
+from transformers_scratch.pretrain import MaskedLMDataLoader
+from transformers_scratch.checks.pretrain import check_masked_lm_loader
+from conftest import stub
+
+pytestmark = pytest.mark.usefixtures('one_thread')
+
+# --- valid answers, in other styles ---------------------------------------------------------------------------------
+class ByHand(DataLoader):
+    "Masking written out with torch.where, fastai's own collate (super().create_batch), fixed items kept as tuples"
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        self.mask_idx, self.n_tokens, self.special, self.p, self.fixed = mask_idx, n_tokens, torch.tensor(list(special_ids) + [1]), p, fixed
+        self.g = torch.Generator().manual_seed(seed)
+        items = [self.mask(w[None]) for w in windows] if fixed else list(windows)
+        super().__init__(items, **kw)
+        self.rng = random.Random(seed)
+    def mask(self, x):
+        sel = (torch.rand(x.shape, generator=self.g) < self.p) & ~torch.isin(x, self.special)
+        r = torch.rand(x.shape, generator=self.g)
+        rnd = torch.randint(0, self.n_tokens, x.shape, generator=self.g)
+        inp = torch.where(sel & (r < 0.8), self.mask_idx, torch.where(sel & (r > 0.9), rnd, x))
+        return inp, sel, torch.where(sel, x, -100)
+    def create_batch(self, b):
+        if self.fixed: return tuple(torch.cat(t) for t in zip(*b))
+        return self.mask(super().create_batch(b))
+
+class NumpyRNG(DataLoader):
+    "A numpy Generator for the masks, masking in `after_batch`"
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        self.args, self.fixed, self.rs = (mask_idx, n_tokens, np.array(list(special_ids) + [1]), p), fixed, np.random.default_rng(seed)
+        self.frozen = self.draw(torch.stack(list(windows))) if fixed else None
+        super().__init__(list(range(len(windows))) if fixed else list(windows), **kw)
+        self.rng = random.Random(seed)
+    def draw(self, x):
+        m, v, sp, p = self.args
+        xn = x.numpy()
+        sel = (self.rs.random(xn.shape) < p) & ~np.isin(xn, sp)
+        r, rnd = self.rs.random(xn.shape), self.rs.integers(0, v, xn.shape)
+        inp = np.where(sel & (r < 0.8), m, np.where(sel & (r >= 0.9), rnd, xn))
+        return torch.from_numpy(inp), torch.from_numpy(sel), torch.from_numpy(np.where(sel, xn, -100))
+    def create_batch(self, b):
+        if self.fixed: return tuple(t[torch.tensor(b)] for t in self.frozen)
+        return torch.stack(b)
+    def after_batch(self, b): return b if self.fixed else self.draw(b)
+
+class Collate(DataLoader):
+    "mask_tokens on the stacked batch, its generator made lazily on first use (still once), fixed masks in a dict"
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        self.kw, self.seed, self._g = dict(mask_idx=mask_idx, n_tokens=n_tokens, special_ids=special_ids, p=p), seed, None
+        self.fixed = {i: self.masked(w[None]) for i, w in enumerate(windows)} if fixed else None
+        super().__init__(list(enumerate(windows)), **kw)
+        self.rng = random.Random(seed)
+    @property
+    def gen(self):
+        if self._g is None: self._g = torch.Generator().manual_seed(self.seed)
+        return self._g
+    def masked(self, x):
+        inp, tgt = mask_tokens(x, generator=self.gen, **self.kw)
+        return inp, tgt
+    def create_batch(self, b):
+        ids, ws = zip(*b)
+        if self.fixed is not None: inp, tgt = (torch.cat(t) for t in zip(*(self.fixed[i] for i in ids)))
+        else: inp, tgt = self.masked(torch.stack(ws))
+        return inp, tgt.ne(-100), tgt
+
+@pytest.mark.parametrize('cls', [MaskedLMDataLoader, ByHand, NumpyRNG, Collate])
+def test_valid_answers_pass(cls): assert_check(check_masked_lm_loader, cls)
+
+# --- wrong answers: the solution with one thing changed ---------------------------------------------------------------
+class _L(MaskedLMDataLoader):
+    def mask(self, x, g=None):
+        return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p, self.g if g is None else g)
+    def create_batch(self, b):
+        x = torch.stack(b)
+        inp, tgt = (x[:, 0], x[:, 1]) if self.fixed else self.mask(x)
+        return self.out(inp, tgt)
+    def out(self, inp, tgt): return inp, tgt != -100, tgt
+
+class once_for_all(_L):                       # every loader masks once, in __init__
+    def __init__(self, windows, *a, fixed=False, **kw): super().__init__(windows, *a, fixed=True, **kw)
+class reseeded_per_batch(_L):
+    def __init__(self, windows, *a, seed=0, **kw): super().__init__(windows, *a, seed=seed, **kw); self.seed = seed
+    def mask(self, x): return super().mask(x, torch.Generator().manual_seed(self.seed))
+class reseeded_per_epoch(_L):
+    def __init__(self, windows, *a, seed=0, **kw): super().__init__(windows, *a, seed=seed, **kw); self.seed = seed
+    def before_iter(self): super().before_iter(); self.g.manual_seed(self.seed)
+class global_rng(_L):
+    def mask(self, x): return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p)
+class seed_ignored(_L):
+    def __init__(self, windows, *a, seed=0, **kw): super().__init__(windows, *a, seed=0, **kw)
+class fixed_anew(_L):
+    def __init__(self, windows, *a, fixed=False, **kw):
+        super().__init__(windows, *a, fixed=False, **kw)
+class where_mask_only(_L):
+    def out(self, inp, tgt): return inp, inp == self.mask_idx, tgt
+class where_inverted(_L):
+    def out(self, inp, tgt): return inp, tgt == -100, tgt
+class where_long(_L):
+    def out(self, inp, tgt): return inp, (tgt != -100).long(), tgt
+class two_items(_L):
+    def out(self, inp, tgt): return inp, tgt
+class targets_masked(_L):
+    def out(self, inp, tgt): return inp, tgt != -100, torch.where(tgt != -100, inp, -100)
+class specials_selected(_L):
+    def mask(self, x): return mask_tokens(x, self.mask_idx, self.n_tokens, -1, (), self.p, self.g)
+class p_default(_L):
+    def mask(self, x): return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, generator=self.g)
+class all_masked(_L):
+    def mask(self, x):
+        inp, tgt = super().mask(x)
+        return torch.where(tgt != -100, self.mask_idx, inp), tgt
+class shuffle_unseeded(_L):
+    def __init__(self, windows, *a, **kw):
+        super().__init__(windows, *a, **kw)
+        self.rng = random.Random(random.randint(0, 2**32 - 1))
+class windows_in_place(_L):                    # the fixed set masked by assigning into the windows
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        if fixed:
+            inp, tgt = mask_tokens(windows, mask_idx, n_tokens, 1, special_ids, p, torch.Generator().manual_seed(seed))
+            tgt, windows[:] = tgt, inp
+            windows = torch.stack([windows.clone(), tgt], 1)
+            super(MaskedLMDataLoader, self).__init__(list(windows), **kw)
+            self.fixed, self.rng = True, random.Random(seed)
+        else: super().__init__(windows, mask_idx, n_tokens, special_ids, p, seed, False, **kw)
+class a_function:                              # a plain collate function where a DataLoader class is asked for
+    def __new__(cls, windows, *a, **kw): return lambda b: torch.stack(b)
+class torch_dataloader(torch.utils.data.DataLoader):
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, bs=8, shuffle=False, **kw):
+        super().__init__(list(windows), batch_size=bs, shuffle=shuffle)
+
+WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same masks'), (reseeded_per_batch, 'every batch has the same masked positions'),
+          (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, "not from torch's global generator"),
+          (seed_ignored, 'seeds 3 and 4 gave the same masks'), (fixed_anew, 'with fixed=True'),
+          (where_mask_only, 'not only the mask tokens'), (where_inverted, 'wrong way round'), (where_long, 'bool tensor'),
+          (two_items, r'three tensors \(inputs, where, targets\), got tuple of 2'), (targets_masked, 'not the masked inputs'),
+          (specials_selected, 'special token was selected'), (p_default, 'share of tokens selected should be p=0.3'),
+          (all_masked, 'every selected position holds the mask id'), (shuffle_unseeded, r'self\.rng'),
+          (windows_in_place, 'changed the windows'), (a_function, 'should build a fastai DataLoader'),
+          (torch_dataloader, 'should build a fastai DataLoader')]
+
+def test_wrong_answers_are_named(): assert_check(check_masked_lm_loader, MaskedLMDataLoader, WRONGS)
