@@ -168,3 +168,12 @@ def with_first_index(t, x):                               # positions as j minus
 def test_valid_styles_pass():
     for fn in (with_cumsum_and_index, with_reduce, with_first_index):
         assert_check(check_trunk_forward, fn)
+
+def arange_cpu_without_padding(t, x):                      # positions 0..t-1 made on the CPU when the trunk has no pad id
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1))[None] if m is None else positions_from_pad(m)
+    return _body(t, x, lambda h: t.do(h)) if m is not None else t.norm(
+        __import__('functools').reduce(lambda h, b: b(h, m), t.blocks, t.do(t.token_emb(x) + t.pos_emb(p))))
+
+def test_check_trunk_forward_device_without_padding():
+    assert_check(check_trunk_forward, trunk_forward, [(arange_cpu_without_padding, "stay on the inputs' device")])

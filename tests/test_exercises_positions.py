@@ -130,7 +130,7 @@ def test_check_positions_from_pad_issue11():
     assert_check(check_positions_from_pad, positions_from_pad, [
         (pp_squeeze, 'squeeze'), (pp_clamp_5, 'wrong positions'), (pp_dim0, 'down the batch'), (pp_inverted, 'counted the pads'),
         (pp_inplace, 'in place'), (pp_bool, 'integer'), (pp_range2, 'hard-coded|wrong positions'), (pp_pad_index_t, '>= t'),
-        (pp_pad_minus1, 'negative'), (pp_hard_t, 'wrong positions')])
+        (pp_pad_minus1, 'negative'), (pp_hard_t, r'wrong positions|subtracted each row.s number of pads')])
     assert_check(check_positions_from_pad, pp_first_index)
 
 
@@ -190,3 +190,10 @@ def pp_int32(m):   return (m.int().cumsum(1) - 1).clamp(min=0).long()
 def test_positions_from_pad_valid_styles():
     for fn in (pp_where, pp_loop, pp_int32, pp_first_index, pp_pads_zero):
         assert_check(check_positions_from_pad, fn)
+
+def pp_sub_pads(m): return (torch.arange(m.size(1), device=m.device) - (~m).sum(1, keepdim=True)).clamp(min=0)
+def pp_bool_cumsum(m): return m.cumsum(1) - 1            # cumsum of the bool mask: pads in front go negative
+
+def test_positions_from_pad_issue31():
+    assert_check(check_positions_from_pad, positions_from_pad, [
+        (pp_sub_pads, 'subtracted each row.s number of pads'), (pp_bool_cumsum, 'negative positions')])

@@ -158,5 +158,5 @@ def check_trunk_forward(fn):
                          "wrong values for a bfloat16 trunk")
         trunk, x = _train_case()
         _check_train_mode(run, trunk, x)
-        trunk, x = _trunk_cases()[1]
-        on_device(fn, trunk, x)
+        for trunk, x in _trunk_cases()[1:3]:             # with padding, and without (positions 0..t-1 made on x's device?)
+            on_device(fn, trunk, x)

@@ -126,5 +126,8 @@ def check_positions_from_pad(fn):
                          "you counted down the batch (dim 0): count along each row, over the time dim (dim 1)")
         expect(not torch.equal(out[pm], ((~pm).long().cumsum(1) - 1).clamp(min=0)[pm]) and not torch.equal(out[pm], (~pm).long().cumsum(1)[pm]),
                "you counted the pads: pad_mask is True at the real tokens, False at the pads")
+        sub = (torch.arange(t) - (~pm).long().sum(1, keepdim=True)).clamp(min=0)
+        expect(torch.equal(sub[pm], ref[pm]) or not torch.equal(out[pm], sub[pm]), "you subtracted each row's number of pads from j: right only when every pad "
+               "is at the front — with pads at the end, count the real tokens before each one (a cumsum of the mask)")
         expect(torch.equal(out[pm], ref[pm]), "wrong positions at the real tokens: count the real tokens before each one")
     on_device(fn, _pad_masks()[0])
