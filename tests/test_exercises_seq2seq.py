@@ -784,3 +784,8 @@ def db_cpu_mask(blk, x, m, pad=None, mpad=None, cache=None):      # a mask rebui
 
 def test_decoder_block_device():
     assert_check(check_decoder_block, decoder_block, [(db_cpu_mask, 'made on the CPU|device')])
+
+def ca_unrelated_crash(ca, x, m, pm=None): raise RuntimeError("CUDA out of memory")   # not a shape: no shape story
+
+def test_an_unrelated_crash_gets_no_shape_story():
+    assert_check(check_cross_attention, cross_attention, [(ca_unrelated_crash, r'^your code raised RuntimeError')])

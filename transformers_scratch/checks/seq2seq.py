@@ -103,10 +103,11 @@ def _runs_without_mask(fn, args):
 def _cross_crash(e, args, fn=None):
     "A RuntimeError on non-square fixtures is usually queries and keys taken from the wrong inputs, or a mask on the wrong dim"
     if (isinstance(e, RuntimeError) and len(args) > 3 and isinstance(args[3], torch.Tensor) and fn is not None
-            and _runs_without_mask(fn, args)):
+            and any(k in str(e) for k in ('size of tensor', 'shape', 'must match', 'broadcast')) and _runs_without_mask(fn, args)):
         return (f"RuntimeError with a memory_pad_mask of shape {tuple(args[3].shape)}: it marks the KEYS (the memory's "
                 f"t_m positions), so it broadcasts as (b, 1, 1, t_m) against the (b, h, t_x, t_m) scores ({str(e)[:60]})")
-    if isinstance(e, RuntimeError) and len(args) > 2 and isinstance(args[1], torch.Tensor) and isinstance(args[2], torch.Tensor):
+    shapes = any(k in str(e) for k in ('size of tensor', 'shape', 'mat1 and mat2', 'must match', 'broadcast', 'Expected size', 'dimension'))
+    if isinstance(e, RuntimeError) and shapes and len(args) > 2 and isinstance(args[1], torch.Tensor) and isinstance(args[2], torch.Tensor):
         return (f"RuntimeError with x {tuple(args[1].shape)} and memory {tuple(args[2].shape)}: queries come from x and "
                 f"keys/values from memory, the weights are (t_x, t_m) ({str(e)[:60]})")
 
