@@ -84,11 +84,20 @@ def keys_only(stdout):
     res = tfs_result(stdout)
     return None if res is None else list(res)
 
-WRONGS = [(stub, 'not solved'), (first_line, r'JSONDecodeError.*last non-blank line'), (first_json, 'take the last line'),
-          (no_strip, 'last line that is not blank'), (no_strip_crash, 'JSONDecodeError'),
+def unguarded(stdout):                       # no try: a last line of text crashes
+    lines = stdout.strip().splitlines()
+    res = json.loads(lines[-1]) if lines else None
+    return res if isinstance(res, dict) else None
+def brace_check(stdout):                     # a Python repr starts with { too
+    lines = stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines and lines[-1].startswith('{') else None
+
+WRONGS = [(stub, 'not solved'), (first_line, r'JSONDecodeError.*last line that is not blank'), (first_json, 'take the last line'),
+          (no_strip, 'last line that is not blank'), (no_strip_crash, 'JSONDecodeError.*blank lines can follow'),
           (literal_eval, r'JSON is not Python.*json\.loads'), (python_eval, 'JSON is not Python'),
           (literal_eval_guarded, "Python's repr of a dict"), (the_text, "line's text"), (empty_dict, 'empty dict'),
           (crash_on_empty, 'IndexError.*no lines'), (search_back, "don't search back"), (any_json, 'a JSON object'),
-          (greedy_regex, r'JSONDecodeError|take the last line'), (whole_output, 'JSONDecodeError'), (keys_only, 'return a dict')]
+          (greedy_regex, r'JSONDecodeError|take the last line'), (whole_output, 'JSONDecodeError.*last line that is not blank'), (keys_only, 'return a dict'),
+          (unguarded, 'catch json.JSONDecodeError'), (brace_check, 'catch json.JSONDecodeError')]
 
 def test_wrong_answers_are_named(): assert_check(check_tfs_result, tfs_result, WRONGS)

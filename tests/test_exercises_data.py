@@ -77,12 +77,21 @@ def chunks_hexed(path):                    # the hash of each chunk's digest, a 
         while chunk := f.read(65536): h.update(hashlib.sha256(chunk).digest())
     return h.hexdigest()
 
+def truncated(path): return file_sha256(path)[:32]
+def base64_digest(path):
+    import base64
+    return base64.b64encode(hashlib.sha256(Path(path).read_bytes()).digest()).decode()
+def as_int(path): return int(file_sha256(path), 16)
+def text_no_newline_translation(path):       # newline='' keeps \r\n, but bytes that are not UTF-8 still crash
+    with open(path, newline='', encoding='utf-8') as f: return hashlib.sha256(f.read().encode()).hexdigest()
+
 WRONGS = [(stub, 'not solved'), (text_mode, r"not UTF-8|read as text"), (text_latin1, r'\\r\\n into \\n.*binary'),
           (the_name, "file's name"), (md5, 'MD5, not SHA-256'), (sha1, 'SHA1, not SHA-256'), (sha512, 'SHA512'),
           (raw_digest, r'hexdigest\(\): digest\(\)'), (the_object, 'not the hash object'), (upper, 'lower case'),
           (with_name, '64 hexadecimal characters alone'), (with_newline, 'alone'), (first_chunk, 'only the first 65,536 bytes'),
           (last_chunk, 'only the last chunk'), (short_chunk_dropped, r'no bytes at all.*shorter than asked'), (short_chunk_dropped_big, r'last, shorter chunk .* dropped'),
-          (path_only, 'str or a Path'), (truncates, 'changed the file'), (crc32, 'not the SHA-256'), (no_file, 'got NoneType'),
-          (empty_skipped, 'an empty file'), (chunks_hexed, 'not the SHA-256 of its bytes')]
+          (path_only, 'str or a Path'), (truncates, 'changed the file'), (crc32, 'you returned 8 characters'), (no_file, 'got NoneType'),
+          (empty_skipped, 'an empty file'), (chunks_hexed, 'not the SHA-256 of its bytes'),
+          (truncated, 'returned 32 characters.*has 64'), (base64_digest, 'digest in base64'), (as_int, 'got int'), (text_no_newline_translation, 'not UTF-8 text')]
 
 def test_wrong_answers_are_named(): assert_check(check_file_sha256, file_sha256, WRONGS)

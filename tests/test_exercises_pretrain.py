@@ -134,6 +134,24 @@ class torch_dataloader(torch.utils.data.DataLoader):
     def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, bs=8, shuffle=False, **kw):
         super().__init__(list(windows), batch_size=bs, shuffle=shuffle)
 
+class where_changed(_L):                       # the kept 10% left out of where
+    def create_batch(self, b):
+        if self.fixed: return super().create_batch(b)
+        x = torch.stack(b)
+        inp, tgt = self.mask(x)
+        return inp, inp != x, tgt
+class targets_zero(_L):
+    def out(self, inp, tgt): return inp, tgt != -100, torch.where(tgt != -100, tgt, 0)
+class order_swapped(_L):
+    def out(self, inp, tgt): return inp, tgt, tgt != -100
+class global_seeded(_L):                        # torch.manual_seed(seed) at construction, then the global RNG
+    def __init__(self, windows, *a, seed=0, **kw):
+        torch.manual_seed(seed)
+        super().__init__(windows, *a, seed=seed, **kw)
+    def mask(self, x): return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p)
+class bs_fixed(_L):
+    def __init__(self, windows, *a, bs=None, **kw): super().__init__(windows, *a, bs=16, **kw)
+
 WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same masks'), (reseeded_per_batch, 'every batch has the same masked positions'),
           (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, "not from torch's global generator"),
           (seed_ignored, 'seeds 3 and 4 gave the same masks'), (fixed_anew, 'with fixed=True'),
@@ -142,6 +160,8 @@ WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same mask
           (specials_selected, 'special token was selected'), (p_default, 'share of tokens selected should be p=0.3'),
           (all_masked, 'every selected position holds the mask id'), (shuffle_unseeded, r'self\.rng'),
           (windows_in_place, 'changed the windows'), (a_function, 'should build a fastai DataLoader'),
-          (torch_dataloader, 'should build a fastai DataLoader')]
+          (torch_dataloader, 'should build a fastai DataLoader'),
+          (targets_zero, 'should be -100 where nothing was selected'), (order_swapped, r'\(inputs, where, targets\) in that order'),
+          (global_seeded, "not from torch's global generator"), (bs_fixed, 'gave 4 batches'), (where_changed, 'not inputs != windows')]
 
 def test_wrong_answers_are_named(): assert_check(check_masked_lm_loader, MaskedLMDataLoader, WRONGS)

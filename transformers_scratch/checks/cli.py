@@ -35,16 +35,18 @@ def _outputs():
              "that last line is Python's repr of a dict, not JSON (JSON has double quotes, true, null): json.loads refuses "
              "it, and there are no results: return None. JSON is parsed with json, not ast.literal_eval or eval")]
 
-def _result_error(e, what):
-    "A hint for a crash on the fixture `what`"
+def _result_error(e, text, want, what, hint):
+    "A hint for a crash on the fixture `text` (`what` it is, the results `want`ed, the fixture's `hint`)"
+    said = f"on {what} your code raised {type(e).__name__}"
+    if not isinstance(e, json.JSONDecodeError) and isinstance(e, (ValueError, SyntaxError, NameError)) and any(
+            w in str(e) for w in ('null', 'true', 'malformed')):
+        return f"{said}: JSON is not Python (null, true, false): parse it with json.loads, not ast.literal_eval or eval"
+    if isinstance(e, IndexError) and not text.strip(): return f"{said}: an output with no lines has no results: return None"
+    if want is not None: return f"{said} ({' '.join(str(e).split())[:60]}): {hint}"
     if isinstance(e, json.JSONDecodeError):
-        return (f"on {what} your code raised JSONDecodeError ({e.msg}): only the last non-blank line is parsed, and a last "
-                "line that is not JSON means no results: catch json.JSONDecodeError (a ValueError) and return None")
-    if isinstance(e, (ValueError, SyntaxError, NameError)) and ('null' in str(e) or 'malformed' in str(e) or 'true' in str(e)):
-        return (f"on {what} your code raised {type(e).__name__}: JSON is not Python (null, true, false): parse it with "
-                "json.loads, not ast.literal_eval or eval")
-    if isinstance(e, IndexError): return f"on {what} your code raised IndexError: an output with no lines has no results: return None"
-    return f"on {what} your code raised {type(e).__name__}: {' '.join(str(e).split())[:150]}"
+        return (f"{said} ({e.msg}): a last line that is not JSON means no results: catch json.JSONDecodeError "
+                "(a ValueError) and return None")
+    return f"{said}: {' '.join(str(e).split())[:150]}"
 
 @checker(solution='cli.tfs_result')
 def check_tfs_result(fn):
@@ -52,7 +54,7 @@ def check_tfs_result(fn):
     for text, want, what, hint in _outputs():
         try: out = fn(text)
         except (TODO, CheckError): raise
-        except Exception as e: raise CheckError(_result_error(e, what)) from None
+        except Exception as e: raise CheckError(_result_error(e, text, want, what, hint)) from None
         if want is None:
             expect(out != {}, f"on {what} you returned an empty dict: no results is None")
             expect(out is None, f"on {what} you returned {type(out).__name__} {repr(out)[:40]}: {hint}")

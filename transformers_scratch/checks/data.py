@@ -6,7 +6,7 @@
 __all__ = ['check_file_sha256']
 
 # %% ../../nbs/checks/10_data.checks.ipynb #27eef589
-import hashlib, random, tempfile   # noqa: F401 (the check, written in lesson 10, uses them)
+import base64, hashlib, random, tempfile   # noqa: F401 (the check, written in lesson 10, uses them)
 from pathlib import Path           # noqa: F401 (as above)
 from ..core import *
 
@@ -36,6 +36,8 @@ def _sha_wrongs(data, path):
     out = [(h(str(path).encode()), "you hashed the file's name, not its contents: open(path, 'rb') and hash the bytes you read"),
            (h(data.replace(b'\r\n', b'\n')), "the file was read as text, which turns \\r\\n into \\n: a checksum is of the bytes "
             "on disk, so open the file in binary mode ('rb')")]
+    out.append((base64.b64encode(hashlib.sha256(data).digest()).decode(), "that is the digest in base64: return it in "
+                "hexadecimal, as hexdigest() gives it"))
     if data: out.append((h(b''), "that is the SHA-256 of no bytes at all: none of the file was hashed (a loop that stops at the "
                                "first chunk shorter than asked for skips a small file; stop when f.read returns b'')"))
     out += [(hashlib.new(a, data).hexdigest(), f"that is {a.upper()}, not SHA-256: hashlib.sha256()") for a in _ALGOS]
@@ -76,4 +78,8 @@ def check_file_sha256(fn):
             expect(out.lower() != want, "write the hex digits in lower case, as hexdigest() and sha256sum do")
             expect(out.strip().split()[:1] != [want], "return the 64 hexadecimal characters alone, nothing before or after them")
             for wrong, hint in _sha_wrongs(data, path): expect(out != wrong, hint)
+            expect(len(out) == 64, f"for {what} you returned {len(out)} characters: a SHA-256 in hexadecimal has 64 "
+                   "(32 bytes, two hex digits each), whatever the file, an empty one too")
+            expect(all(ch in '0123456789abcdef' for ch in out), f"for {what} write the digest in hexadecimal (0-9, a-f), as hexdigest() "
+                   "does: not base64 or another encoding")
             expect(False, f"for {what} your answer is not the SHA-256 of its bytes (got {out[:16]!r}...)")

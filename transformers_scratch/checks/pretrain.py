@@ -58,12 +58,19 @@ def _expect_batches(batches, windows, what):
         x = windows[8 * (k % n):8 * (k % n) + 8]                     # batches of 8, in order, epoch after epoch
         for name, v in (('inputs', inp), ('where', where), ('targets', tgt)):
             expect(tuple(v.shape) == tuple(x.shape), f"{name} should have the batch's shape {tuple(x.shape)}, got {tuple(v.shape)}")
+        expect(where.dtype == torch.bool or tgt.dtype != torch.bool, "a batch is (inputs, where, targets) in that order: the "
+               "model takes the first two, the loss the last")
         expect(where.dtype == torch.bool, f"where should be a bool tensor (True where a position was selected), got {where.dtype}")
         expect(not inp.is_floating_point() and not tgt.is_floating_point(), "inputs and targets are token ids: integer tensors")
         if not torch.equal(where, tgt != -100):
             expect(not torch.equal(where, tgt == -100), "where is the wrong way round: True at the selected positions (targets != -100)")
             expect(not torch.equal(where, inp == _MASK), "where marks every selected position (targets != -100), not only the "
                    "mask tokens: the 10% replaced by a random token and the 10% kept are scored too")
+            expect(not torch.equal(where, inp != x), "where marks every selected position, also the 10% that kept their token: "
+                   "targets != -100, not inputs != windows")
+            bad = tgt[~where & (tgt != -100)]
+            expect(not len(bad) or not torch.equal(where, tgt != bad[0]), f"targets should be -100 where nothing was selected "
+                   f"(the loss ignores -100), not {bad[0].item()}")
             expect(False, "where should be True exactly where targets != -100 (the selected positions)")
         expect(torch.equal(x[~where], inp[~where]), f"in the {what}, inputs outside the selected positions should be the windows' ids")
         expect(not torch.isin(x[where], specials).any(), "a special token was selected: pass special_ids on; they are never masked")
@@ -104,7 +111,9 @@ def _expect_new_masks(cls, windows, fixed):
                "made once in __init__ (a generator seeded again for each epoch, or masks drawn once, repeat them)")
     _expect_rates(e1 + e2, windows, what)
     torch.manual_seed(123); random.seed(123)
-    a = _epoch(_loader(cls, windows, seed=3, fixed=fixed), what)
+    dl = _loader(cls, windows, seed=3, fixed=fixed)
+    torch.rand(7); random.random()                         # someone else draws between the loader's making and its epoch
+    a = _epoch(dl, what)
     torch.manual_seed(456); random.seed(456)
     expect(_same(a, _epoch(_loader(cls, windows, seed=3, fixed=fixed), what)), f"two {what}s of the same seed masked differently: "
            "draw from the loader's own torch.Generator().manual_seed(seed), not from torch's global generator")
