@@ -100,19 +100,22 @@ def _runs_without_mask(fn, args):
     try: fn(*args[:3]); return True
     except Exception: return False
 
+_SHAPE_ERRORS = ('size of tensor', 'shape', 'mat1 and mat2', 'must match', 'broadcast', 'Expected size', 'dimension')
+
 def _cross_crash(e, args, fn=None):
     "A RuntimeError on non-square fixtures is usually queries and keys taken from the wrong inputs, or a mask on the wrong dim"
     if (isinstance(e, RuntimeError) and len(args) > 3 and isinstance(args[3], torch.Tensor) and fn is not None
-            and any(k in str(e) for k in ('size of tensor', 'shape', 'must match', 'broadcast')) and _runs_without_mask(fn, args)):
+            and any(k in str(e) for k in _SHAPE_ERRORS) and _runs_without_mask(fn, args)):
         return (f"RuntimeError with a memory_pad_mask of shape {tuple(args[3].shape)}: it marks the KEYS (the memory's "
                 f"t_m positions), so it broadcasts as (b, 1, 1, t_m) against the (b, h, t_x, t_m) scores ({str(e)[:60]})")
-    shapes = any(k in str(e) for k in ('size of tensor', 'shape', 'mat1 and mat2', 'must match', 'broadcast', 'Expected size', 'dimension'))
-    if isinstance(e, RuntimeError) and shapes and len(args) > 2 and isinstance(args[1], torch.Tensor) and isinstance(args[2], torch.Tensor):
+    shapes = isinstance(e, RuntimeError) and any(k in str(e) for k in _SHAPE_ERRORS)
+    if shapes and len(args) > 2 and isinstance(args[1], torch.Tensor) and isinstance(args[2], torch.Tensor):
         return (f"RuntimeError with x {tuple(args[1].shape)} and memory {tuple(args[2].shape)}: queries come from x and "
                 f"keys/values from memory, the weights are (t_x, t_m) ({str(e)[:60]})")
 
 def _ref_cross_do(sa, x, m, pm, where='weights', p=None):
-    "Cross-attention in training mode with `F.dropout` at `where`: 'weights' (right), 'twice', 'scores', 'values', 'heads', 'output' or 'none'"
+    """Cross-attention in training mode with `F.dropout` at `where`: 'weights' (right), 'twice', 'scores', 'values',
+    'heads', 'output' or 'none'"""
     do = lambda t: F.dropout(t, sa.dropout if p is None else p, True)
     h = sa.heads
     q, k, v = split_heads(sa.toqueries(x), h), split_heads(sa.tokeys(m), h), split_heads(sa.tovalues(m), h)
@@ -128,10 +131,13 @@ def _ref_cross_do(sa, x, m, pm, where='weights', p=None):
     return do(out) if where == 'output' else out
 
 _CROSS_DO_WRONGS = [
-    (dict(where='none'), "no dropout in training mode: apply F.dropout(weights, sa.dropout, sa.training) to the attention weights"),
+    (dict(where='none'), "no dropout in training mode: apply F.dropout(weights, sa.dropout, sa.training) to the "
+                         "attention weights"),
     (dict(where='twice'), "dropout is applied twice to the attention weights: once, after the softmax"),
-    (dict(where='output'), "you applied dropout to the output (after unifyheads): in attention it acts on the weights, after the softmax"),
-    (dict(where='heads'), "you applied dropout to the merged heads (before unifyheads): it acts on the attention weights, after the softmax"),
+    (dict(where='output'), "you applied dropout to the output (after unifyheads): in attention it acts on the weights, "
+                           "after the softmax"),
+    (dict(where='heads'), "you applied dropout to the merged heads (before unifyheads): it acts on the attention weights, "
+                          "after the softmax"),
     (dict(where='values'), "you applied dropout to the values: it acts on the attention weights, after the softmax"),
     (dict(where='scores'), "you applied dropout to the scores, before the softmax: it acts on the weights, after the softmax"),
     (dict(p=0.1), "dropout with p = 0.1: use sa.dropout, not a constant"),
@@ -268,7 +274,8 @@ class _Halve(nn.Module):
     def forward(self, t): return t / 2
 
 def _ref_train(blk, x, m, pad, mpad, sites='sc', on='sub', twice=False, p=None):
-    "The decoder block with `blk.do` (or `F.dropout` with `p`) on the output ('sub'), the residual sum ('sum') or the input ('in') of the sublayers in `sites`"
+    """The decoder block with `blk.do` (or `F.dropout` with `p`) on the output ('sub'), the residual sum ('sum') or the
+    input ('in') of the sublayers in `sites`"""
     do = blk.do if p is None else (lambda t: F.dropout(t, p, blk.training))
     dd = (lambda t: do(do(t))) if twice else do
     N = (blk.norm1, blk.norm2, blk.norm3)
@@ -283,10 +290,13 @@ def _ref_train(blk, x, m, pad, mpad, sites='sc', on='sub', twice=False, p=None):
     return h
 
 _DO_WRONGS = [
-    (dict(sites='c'), "blk.do is missing after the self-attention: each attention's output goes through dropout before its residual"),
-    (dict(sites='s'), "blk.do is missing after the cross-attention: each attention's output goes through dropout before its residual"),
+    (dict(sites='c'), "blk.do is missing after the self-attention: each attention's output goes through dropout before "
+                      "its residual"),
+    (dict(sites='s'), "blk.do is missing after the cross-attention: each attention's output goes through dropout before "
+                      "its residual"),
     (dict(sites=''), "blk.do is never applied: dropout goes after the self-attention and after the cross-attention"),
-    (dict(sites='sca'), "blk.do after the MLP too: blk.ff ends with its own dropout, apply blk.do after the two attentions only"),
+    (dict(sites='sca'), "blk.do after the MLP too: blk.ff ends with its own dropout, apply blk.do after the two "
+                        "attentions only"),
     (dict(twice=True), "dropout is applied twice after each attention: blk.do once, on each attention's output"),
     (dict(on='sum'), "dropout wraps the residual sum: apply blk.do to the attention's output only, then add the residual"),
     (dict(on='in'), "dropout on the sublayer's input: apply blk.do to each attention's output, before its residual"),
@@ -374,7 +384,8 @@ def check_decoder_block(fn):
             outs = [seeded(run, blk, x, m, pad, mpad, seed=s) for s in (0, 1)]
             for o in outs: run.like(o, x, 'the output in training mode')
             if all(same(o, seeded(_ref_train, blk, x, m, pad, mpad, seed=s), atol=1e-4) for o, s in zip(outs, (0, 1))): continue
-            for kw, hint in _DO_WRONGS: expect(not same(outs[0], seeded(_ref_train, blk, x, m, pad, mpad, seed=0, **kw), atol=1e-4), hint)
+            for kw, hint in _DO_WRONGS:
+                expect(not same(outs[0], seeded(_ref_train, blk, x, m, pad, mpad, seed=0, **kw), atol=1e-4), hint)
         expect(False, f"in training mode your {'pre' if blk.prenorm else 'post'}-norm block differs from the block written out "
                "under the same random draws: the only randomness is blk.do after each attention (before its residual) "
                "and the dropout inside the attentions and blk.ff")
@@ -531,7 +542,8 @@ class _ScriptedModel(nn.Module):
         if cache is not None: raise ValueError("this stand-in model keeps no cache: run it on the whole target so far")
         return self._logits(memory[..., 0].sum(1, keepdim=True).long(), tgt)
     def forward(self, src, tgt):
-        if src.dim() != 2 or tgt.dim() != 2: raise ValueError(f"the model takes batches: got src {tuple(src.shape)}, tgt {tuple(tgt.shape)}")
+        if src.dim() != 2 or tgt.dim() != 2:
+            raise ValueError(f"the model takes batches: got src {tuple(src.shape)}, tgt {tuple(tgt.shape)}")
         return self._logits(src.sum(1, keepdim=True), tgt)
     def _logits(self, ssum, tgt):
         if tgt.dim() != 2: raise ValueError(f"the model takes batches: got tgt {tuple(tgt.shape)}")
@@ -544,7 +556,8 @@ class _ScriptedModel(nn.Module):
         return logits.roll(1, -1) if self.training else logits               # dropout on: different tokens
 
 def _scripted_ref(model, src, max_len, bos, start=None, last_only=False, pos=-1):
-    "Greedy decoding of a scripted model; `start`: another first token, `last_only`: feed only the newest token, `pos`: read another position"
+    """Greedy decoding of a scripted model; `start`: another first token, `last_only`: feed only the newest token, `pos`:
+    read another position"""
     ys = [bos if start is None else start]
     with torch.no_grad():
         for _ in range(max_len):
