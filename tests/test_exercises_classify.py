@@ -89,3 +89,14 @@ def by_masked_select(m, xb, pad_idx=1):                  # masked_select, float6
 def test_valid_styles_pass():
     for fn in (as_tensor, by_rows, by_masked_select):
         assert_check(check_padding_invariance_gap, fn)
+
+def l2_gap(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, reduce='norm')
+def prob_gap(m, xb, pad_idx=1):
+    with evaluating(m), torch.no_grad():
+        out = m(xb).softmax(-1)
+        alone = torch.cat([m(r[r != pad_idx][None]) for r in xb]).softmax(-1)
+    return (out - alone).abs().max().item()
+
+def test_check_padding_invariance_gap_round_two():
+    assert_check(check_padding_invariance_gap, padding_invariance_gap, [(l2_gap, 'norm of the whole difference'),
+                                                                         (prob_gap, 'compared probabilities')])

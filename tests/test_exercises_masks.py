@@ -302,8 +302,6 @@ def test_checks_never_crash_on_nonsense():
 
 
 # --- issue 31: more mistakes learners make, with the hint of their real cause, and valid answers in other styles ------
-from transformers_scratch.masks import lengths_to_mask
-from transformers_scratch.checks.masks import check_masked_softmax_lens as _cmsl   # noqa: F401 (imported above too)
 
 def cm_additive(t, device=None): return torch.full((t, t), float('-inf'), device=device).triu(1)   # nn.Transformer's
 def ms_times_mask(s, m): return s * m
@@ -389,3 +387,22 @@ def test_cpu_made_tensors_are_caught():
     assert_check(check_masked_softmax, masked_softmax, [(msm_zeros_cpu, DEVICE)])
     assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_arange_cpu, DEVICE)])
     assert_check(check_mask_scores, mask_scores, [(ms_fill_tensor_cpu, DEVICE)])
+
+def msm_renorm_tiny(s, m=None):                            # masks after the softmax and renormalises with a 1e-12 floor
+    p = F.softmax(s, -1)
+    if m is None: return p
+    p = p * m
+    return p / p.sum(-1, keepdim=True).clamp_min(1e-12)
+def msl_right_aligned(s, lens=None):                       # keeps the last valid_len keys
+    if lens is None: return F.softmax(s, -1)
+    tk = s.size(-1)
+    L = lens[:, None] if lens.dim() == 1 else lens[..., None]
+    m = torch.arange(tk, device=s.device) >= tk - L
+    m = m.view(m.size(0), *[1] * (s.dim() - m.dim()), *m.shape[1:]) if lens.dim() == 1 else m.view(m.size(0), *[1] * (s.dim() - 3), *m.shape[1:])
+    return masked_softmax(s, m)
+
+def test_new_wrongs_round_two():
+    assert_check(check_masked_softmax, masked_softmax, [(msm_renorm_tiny, r'1e-12 floor becomes 0|masked after the softmax')])
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_right_aligned, 'last valid_len keys')])
+    assert_check(check_masked_softmax, lambda s, m=None: F.softmax(s, -1) if m is None else           # -inf fill repaired: valid
+                 torch.nan_to_num(F.softmax(s.masked_fill(~m, float('-inf')), -1)))

@@ -177,3 +177,8 @@ def arange_cpu_without_padding(t, x):                      # positions 0..t-1 ma
 
 def test_check_trunk_forward_device_without_padding():
     assert_check(check_trunk_forward, trunk_forward, [(arange_cpu_without_padding, "stay on the inputs' device")])
+
+def norm_twice(t, x): return t.norm(trunk_forward(t, x))
+
+def test_check_trunk_forward_round_two():
+    assert_check(check_trunk_forward, trunk_forward, [(norm_twice, 'trunk.norm twice')])

@@ -239,3 +239,16 @@ def test_valid_styles_pass():
     for fn in VALID_SOFTMAX: assert_check(check_row_softmax, fn)
     for fn in VALID_SA + VALID_EINSUM: assert_check(check_basic_self_attention, fn)
     for fn in VALID_EINSUM: assert_check(check_einsum_self_attention, fn)
+
+def sm_temp2(w): return F.softmax(w / 2, -1)
+def sm_temp_e(w): return F.softmax(w * math.e, -1)
+def sm_sigmoid(w): return torch.sigmoid(w)
+def bsa_residual(x): return F.softmax(x @ x.mT, -1) @ x + x
+def bsa_log_softmax(x): return F.log_softmax(x @ x.mT, -1) @ x
+def bsa_sqrt_t(x): return F.softmax(x @ x.mT / math.sqrt(x.size(1)), -1) @ x
+
+def test_new_wrongs_round_two():
+    assert_check(check_row_softmax, row_softmax, [(sm_temp2, r'scaled the scores by 0.5'), (sm_temp_e, r'scaled the scores by 2.71'),
+                                                  (sm_sigmoid, 'sigmoid')])
+    assert_check(check_basic_self_attention, basic_self_attention, [(bsa_residual, 'residual'), (bsa_log_softmax, 'log_softmax'),
+                                                                    (bsa_sqrt_t, '√t, the sequence length')])

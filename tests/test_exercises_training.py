@@ -149,3 +149,19 @@ def model_zero_grad(model, opt, loss_func, x, y):          # model.zero_grad(), 
 def test_valid_styles_pass():
     for fn in (grads_to_none, autograd_grad, model_zero_grad):
         assert_check(check_train_step, fn)
+
+def divided_again(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x), y) / len(x)
+    loss.backward(); opt.step()
+    return (loss * len(x)).detach()
+def rebuilt_from_item(model, opt, loss_func, x, y): return torch.tensor(train_step(model, opt, loss_func, x, y).item())
+def eval_at_the_end(model, opt, loss_func, x, y):
+    loss = train_step(model, opt, loss_func, x, y)
+    model.eval()
+    return loss
+
+def test_check_train_step_round_two():
+    assert_check(check_train_step, train_step, [
+        (divided_again, 'batch-size times too small'), (rebuilt_from_item, 'rebuilt the loss from a Python number'),
+        (eval_at_the_end, 'switched the model to eval mode at the end')])

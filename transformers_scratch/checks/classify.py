@@ -55,6 +55,17 @@ def _gap_diffs(model, xb, pad_idx, strip=True):
     finally: model.train(was)
     return out - alone
 
+def _gap_probs(model, xb, pad_idx):
+    "The gap measured on the softmax of the logits"
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(xb).double().softmax(-1)
+            alone = torch.cat([model(r[r != pad_idx][None]).double().softmax(-1) for r in xb])
+    finally: model.train(was)
+    return (out - alone).abs().max().item()
+
 def _gap_number(out):
     "The learner's answer as a float, or a hint"
     if isinstance(out, torch.Tensor):
@@ -99,7 +110,9 @@ def check_padding_invariance_gap(fn):
                   (d.max().item(), "take the absolute difference, (out - alone).abs().max(): a logit can move down too"),
                   (d.abs().mean().item(), "take the largest difference, .max(), not the mean: one row that changes is enough"),
                   (d.abs().sum().item(), "take the largest difference, .max(), not the sum"),
-                  (d[:1].abs().max().item(), "compare every row of the batch, not only the first")]
+                  (d[:1].abs().max().item(), "compare every row of the batch, not only the first"),
+                  (d.norm().item(), "that is the norm of the whole difference: take its largest absolute entry, .abs().max()"),
+                  (_gap_probs(model, xb, pad), "you compared probabilities (a softmax): compare the logits, what the model returns")]
         if pad != 1: wrongs.append((_gap_diffs(model, xb, 1).abs().max().item(), f"the pad id is the argument pad_idx "
                                     f"({pad} here), not 1: strip r[r != pad_idx]"))
         for w, hint in wrongs:

@@ -200,7 +200,8 @@ def check_masked_softmax(fn):
         sd = s.to(dt)
         o = run(sd, mask)
         run.like(o, sd)
-        expect(not torch.isnan(o).any(), f"NaN in {dt}: the fill must fit the dtype (neg_fill(scores.dtype))")
+        expect(not torch.isnan(o).any(), f"NaN in {dt}: a number of yours does not fit the dtype (a -1e9 fill becomes -inf, a "
+               "1e-12 floor becomes 0 and 0 / 0 is NaN): use neg_fill(scores.dtype), or torch.finfo(scores.dtype) for a floor")
         expect(same(o.float(), _ref_weights(sd, mask), atol=1e-2), f"wrong weights in {dt}")
     on_device(fn, *_softmax_fixtures()[1])
     on_device(fn, _softmax_fixtures()[1][0])
@@ -261,6 +262,8 @@ def check_masked_softmax_lens(fn):
                "return a uniform row (d2l's -1e6 fill does that) — zero the masked weights after the softmax")
         expect(not same(out, _ref_lens(s, (lens + 1).clamp(max=tk))), "off by one: you keep valid_len + 1 keys; keep keys j < valid_len")
         expect(not same(out, _ref_lens(s, (lens - 1).clamp(min=0))), "off by one: you keep valid_len - 1 keys; keep keys j < valid_len")
+        expect(not same(out, _ref_lens(s.flip(-1), lens).flip(-1)), "you kept the last valid_len keys: the valid keys are the "
+               "first ones, from the left (j < valid_len); the padding is at the end")
         expect(s.size(0) == 1 or not same(out, _ref_lens(s, lens[:1].expand_as(lens))),
                "every batch element got the valid length of the first one: use valid_lens[i] for row i")
         if lens.dim() == 1 and s.dim() == 3:
@@ -281,6 +284,7 @@ def check_masked_softmax_lens(fn):
         sd = s.to(dt)
         o = run(sd, lens)
         run.like(o, sd)
-        expect(not torch.isnan(o).any(), f"NaN in {dt}: the fill must fit the dtype (neg_fill)")
+        expect(not torch.isnan(o).any(), f"NaN in {dt}: a number of yours does not fit the dtype (a -1e9 fill becomes -inf, a "
+               "1e-12 floor becomes 0 and 0 / 0 is NaN): use neg_fill(scores.dtype), or torch.finfo(scores.dtype) for a floor")
         expect(same(o.float(), _ref_lens(sd.double(), lens), atol=1e-2), f"wrong weights in {dt}")
     on_device(fn, *_lens_fixtures()[3])

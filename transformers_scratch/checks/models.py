@@ -64,7 +64,8 @@ def _trunk_run(trunk, x, pos='pad', mask='pad', do='sum', norm='end', blocks='al
     for blk in order:
         h = blk(h, m)
         if norm == 'each': h = trunk.norm(h)
-    if norm == 'end': h = trunk.norm(h)
+    if norm in ('end', 'twice'): h = trunk.norm(h)
+    if norm == 'twice': h = trunk.norm(h)
     return trunk.do(h) if do in ('end', 'both') else h
 
 def _real(h, trunk, x):
@@ -89,6 +90,7 @@ def _trunk_wrongs(trunk, x):
         (run(norm='none'), "you forgot the final norm: trunk.norm after the last block"),
         (run(norm='each'), "trunk.norm comes once, after the last block, not after every block"),
         (run(norm='start'), "trunk.norm comes after the blocks, not before them"),
+        (run(norm='twice'), "you applied trunk.norm twice at the end: once, after the last block"),
         (run(blocks='first'), "apply every block of trunk.blocks, in order: you applied only the first"),
         (run(blocks='last'), "each block takes the previous block's output, h = blk(h, ...): only the last block counted"),
         (run(blocks='repeat'), "you applied trunk.blocks[0] again and again: apply each block of trunk.blocks once, in order"),

@@ -53,6 +53,14 @@ def _slow_softmax(w):
     z = (w - w.max(-1, keepdim=True).values).exp()
     return z / z.sum(-1, keepdim=True)
 
+def _temperatures(out, raw):
+    "The factor c for which softmax(c · raw) could be `out`, from the log-ratios of two keys of one row (empty if it can't tell)"
+    import math
+    if not (isinstance(out, torch.Tensor) and out.shape == raw.shape and out.is_floating_point() and out.device == raw.device
+            and bool((out[0, 0, :2] > 0).all()) and float(raw[0, 0, 0] - raw[0, 0, 1]) != 0): return []
+    c = float(torch.log(out[0, 0, 0].double() / out[0, 0, 1].double()) / (raw[0, 0, 0] - raw[0, 0, 1]).double())
+    return [c] if math.isfinite(c) and abs(c - 1) > 1e-3 else []
+
 @checker(solution='selfattention.row_softmax')
 def check_row_softmax(fn):
     "Check `fn(raw)`: (b, t, t) -> (b, t, t), a softmax over the last dim, so each row sums to 1"
@@ -72,7 +80,10 @@ def check_row_softmax(fn):
             (F.softmax(raw.flatten(1), -1).view_as(raw), "you took one softmax over the whole (t, t) matrix: each row on its own "
              "(dim=-1), so that every row sums to 1"),
             (F.softmax(raw / raw.size(-1) ** 0.5, -1), "you scaled the scores before the softmax: the softmax alone, no √t or √e here"),
-            (F.softmax(raw, -1).transpose(1, 2), "the rows sum to 1 but you returned the weights transposed: keep row i for query i")],
+            (F.softmax(raw, -1).transpose(1, 2), "the rows sum to 1 but you returned the weights transposed: keep row i for query i"),
+            (torch.sigmoid(raw), "that is a sigmoid, one weight at a time: the softmax normalises each row, exp(w) / its row sum")]
+            + [(F.softmax(raw * c, -1), f"you scaled the scores by {c:g} before the softmax (a temperature): the softmax of w "
+                "itself, no scaling here") for c in _temperatures(out, raw)],
             "the values are wrong: each row should be exp(w) / exp(w).sum(-1, keepdim=True)")
     for big in (100 * rand(1, 5, 5, seed=4), 100 * rand(4, 3, 6, seed=5)):   # scores of a few hundred: exp overflows float32
         out = run(big)
@@ -123,7 +134,11 @@ def _check_self_attention(fn):
              "of size 1, the batch (dim 0) of a batch of one? Take it over the keys, dim=-1"),
             (F.softmax(raw, 0) @ x, "you took the softmax over the batch (dim 0): take it over the keys, dim=-1"),
             (F.softmax(raw @ x, -1), "you took the softmax of the outputs: softmax the weights x xᵀ first, then multiply by x"),
-            (F.softmax(raw, -1) @ F.softmax(raw, -1) @ x, "you applied the weights twice: y = w x, once")],
+            (F.softmax(raw, -1) @ F.softmax(raw, -1) @ x, "you applied the weights twice: y = w x, once"),
+            (F.softmax(raw, -1) @ x + x, "you added x to the output (a residual connection): the block adds it later, here y = w x alone"),
+            (F.log_softmax(raw, -1) @ x, "you used log_softmax: the weights are the softmax itself, positive and summing to 1"),
+            (F.softmax(raw / t ** 0.5, -1) @ x, "you scaled by √t, the sequence length: the basic operation has no scaling "
+             "(lesson 03 divides by √s, the size of the vectors, not of the sequence)")],
             "the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x")
     x = rand(3, 4, 5, seed=9, dtype=torch.bfloat16)
     out = run(x)
