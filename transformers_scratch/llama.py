@@ -184,7 +184,9 @@ def llama_tour(source=LLAMA_NAMES[0],   # a hub name or a folder from `save_pret
         hf = AutoModelForCausalLM.from_pretrained(source).float().eval().to(device)   # the checkpoint's bf16 as fp32, as ours
         with torch.no_grad(): theirs = hf(ids[None]).logits
         res['logit_diff'] = (ours - theirs).abs().max().item()
-        ref = hf.generate(ids[None], max_new_tokens=n, do_sample=False, pad_token_id=tok.eos_id)[0]
+        hf.generation_config.eos_token_id = None                           # ours never stops early: neither does theirs
+        ref = hf.generate(ids[None], attention_mask=torch.ones_like(ids[None]), max_new_tokens=n, do_sample=False,
+                          pad_token_id=tok.eos_id)[0]
         res['same_greedy'] = torch.equal(greedy, ref)
         print(f"transformers' {type(hf).__name__}: largest logit difference {res['logit_diff']:.1e} (logits up to "
               f"{theirs.abs().max().item():.0f}); greedy tokens {'the same' if res['same_greedy'] else 'different'}")
