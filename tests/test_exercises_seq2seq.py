@@ -789,3 +789,18 @@ def ca_unrelated_crash(ca, x, m, pm=None): raise RuntimeError("CUDA out of memor
 
 def test_an_unrelated_crash_gets_no_shape_story():
     assert_check(check_cross_attention, cross_attention, [(ca_unrelated_crash, r'^your code raised RuntimeError')])
+
+def ca_scale_after(ca, x, m, pm=None):                              # the 1/√s after the softmax
+    from transformers_scratch.masks import masked_softmax
+    q, k, v = (split_heads(f(t), ca.heads) for f, t in ((ca.toqueries, x), (ca.tokeys, m), (ca.tovalues, m)))
+    w = masked_softmax(q @ k.transpose(-2, -1), None if pm is None else pm[:, None, None, :]) / math.sqrt(q.size(-1))
+    return ca.unifyheads(merge_heads(F.dropout(w, ca.dropout, ca.training) @ v))
+def db_no_norm3(blk, x, m, pad=None, mpad=None, cache=None):        # the MLP without its norm
+    if not blk.prenorm: return decoder_block(blk, x, m, pad, mpad, cache)
+    h = x + blk.do(blk.attention(blk.norm1(x), pad, cache))
+    h = h + blk.do(blk.cross_attention(blk.norm2(h), mpad, cache, kv=m))
+    return h + blk.ff(h)
+
+def test_scale_after_softmax_and_missing_norm():
+    assert_check(check_cross_attention, cross_attention, [(ca_scale_after, 'after the softmax: divide')])
+    assert_check(check_decoder_block, decoder_block, [(db_no_norm3, 'norm3 is missing')])

@@ -64,14 +64,15 @@ def check_valid_lens(fn):
 # %% ../../nbs/30_seq2seq.ipynb #5ae1a21e
 #| code-fold: true
 # @title check_cross_attention
-def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True, sm_dim=-1, merge='ok', h=None):
+def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=True, zero=True, sm_dim=-1, merge='ok', h=None,
+               late_scale=False):
     "Cross-attention written out, with knobs for the usual mistakes; `zero`: a query that sees no key gets zero weights"
     b, t, e = x.shape
     h = h or sa.heads; s = e // h
     q = split_heads(sa.toqueries(x), h)
     k = split_heads(sa.tokeys(x if kx else m), h)
     v = split_heads(sa.tovalues(x if vx else m), h)
-    w = q @ k.transpose(-2, -1) / math.sqrt(scale or s)
+    w = q @ k.transpose(-2, -1) / (1 if late_scale else math.sqrt(scale or s))
     if pm is not None and mask != 'none' and not kx:
         mk = pm[:, None, None, :]
         keep = mk if mask != 'inverted' else ~mk
@@ -80,6 +81,7 @@ def _ref_cross(sa, x, m, pm, kx=False, vx=False, scale=None, mask='ok', unify=Tr
         elif mask == 'zero': w = F.softmax(w.masked_fill(~mk, 0.), -1)
         if zero: w = w.masked_fill(~keep, 0.)             # lesson 02's masked_softmax: zeros where nothing may be seen
     else: w = F.softmax(w, sm_dim)
+    if late_scale: w = w / math.sqrt(s)
     out = merge_heads(w @ v) if merge == 'ok' else (w @ v).reshape(b, t, e)
     return sa.unifyheads(out) if unify else out
 
@@ -171,6 +173,8 @@ def check_cross_attention(fn):
                       (_ref_cross(sa, x, m, pm, unify=False), "you forgot sa.unifyheads: the heads' outputs are mixed by that last linear layer"),
                       (_ref_cross(sa, x, m, pm, sm_dim=-2), "the softmax runs over the queries (dim -2): each query's weights "
                        "over the memory's positions sum to 1, softmax over the last dim"),
+                      (_ref_cross(sa, x, m, pm, late_scale=True), "you scaled the weights after the softmax: divide "
+                       "the scores by √s before it (the softmax then sees smaller differences)"),
                       (_ref_cross(sa, x, m, pm, h=1), f"you attended with one head of size e: split the projections "
                        f"into sa.heads = {sa.heads} heads of size s = e // heads (split_heads), and scale by √s"),
                       (_ref_cross(sa, x, m, pm, merge='no_transpose'), "the heads are merged without moving them next to the "
@@ -251,7 +255,7 @@ def _ref_block(blk, x, m, pad, mpad, order='sca', res=(1, 1, 1), mem_norm=False,
                self_cross=False, norms=(0, 1, 2), prenorm=None, res_normed=False):
     "The decoder block written out, with knobs for the usual mistakes"
     A, C, F_ = blk.attention, blk.cross_attention, blk.ff
-    N = [(blk.norm1, blk.norm2, blk.norm3)[i] for i in norms]
+    N = [(blk.norm1, blk.norm2, blk.norm3)[i] if i is not None else nn.Identity() for i in norms]
     mp = mpad if use_mpad else None
     subs = {'s': lambda h: C(h, kv=h) if self_cross else A(h, pad if use_pad else None),
             'c': lambda h: C(h, mp, kv=N[1](m) if mem_norm else m), 'a': F_}
@@ -344,6 +348,10 @@ def check_decoder_block(fn):
                        "self-attention, norm2 with the cross-attention, norm3 with the MLP")]
             wrongs.append((_ref_block(blk, x, m, pad, mpad, prenorm=not blk.prenorm), f"that is the {'post' if blk.prenorm else 'pre'}-norm order: "
                            f"this block has prenorm={blk.prenorm}, follow blk.prenorm"))
+            for i, what in enumerate(('self-attention', 'cross-attention', 'MLP')):
+                wrongs.append((_ref_block(blk, x, m, pad, mpad, norms=tuple(None if j == i else j for j in range(3))),
+                               f"norm{i + 1} is missing: the {what} has its LayerNorm too, "
+                               + ("before it" if blk.prenorm else "after its residual sum")))
             if blk.prenorm:
                 wrongs.append((_ref_block(blk, x, m, pad, mpad, res_normed=True), "the residual adds the normalised stream: "
                                "pre-norm adds the stream itself, h + sublayer(norm(h)), so that the norm only feeds the sublayer"))
