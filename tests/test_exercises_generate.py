@@ -288,3 +288,21 @@ def p_one_minus(z, p):                                      # the nucleus of 1 -
 def test_top_p_issue31():
     assert_check(check_top_p, top_p_filter, [
         (p_unsorted_cumsum, 'sort|sorted order'), (p_one_minus, 'wrong tokens|p=')])
+
+
+def s_pow(z, T=1.0, generator=None):                        # valid: probabilities to the power 1/T, renormalised by the draw
+    q = F.softmax(z.float(), -1) ** (1 / T)
+    return torch.multinomial(q.reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+def k_kthvalue(z, k):                                       # valid: the (v - k + 1)-th smallest
+    v = z.size(-1)
+    kth = torch.kthvalue(z.float(), max(v - k + 1, 1), dim=-1, keepdim=True).values.to(z.dtype)
+    return z.masked_fill(z < kth, NEG)
+def p_strict_keep(z, p):                                    # keeps while the running total stays below p: drops the crossing token
+    srt, idx = z.sort(-1, descending=True)
+    keep = F.softmax(srt, -1).cumsum(-1) < p
+    return z.masked_fill(~keep.scatter(-1, idx, keep), NEG)
+
+def test_fresh_batch():
+    assert_check(check_sample, s_pow)
+    assert_check(check_top_k, k_kthvalue)
+    assert_check(check_top_p, top_p_filter, [(p_strict_keep, 'off by one')])

@@ -696,3 +696,48 @@ def test_video_style_mistakes():
                                   (gpt_flat_logits, r'view\(B\*T, C\)')])
     assert_check(check_generate, generate, [(gen_video, 'logits alone'), (gen_block_size, 'block_size.*seq_len'),
                                             (gen_model_seq_len, 'config.seq_len')])
+
+
+# --- issue 31: more slips (a fresh batch, written against the lesson's text) ----------------------------------------------
+class att_sqrt_h(_Att):                                           # √h, the number of heads
+    def forward(self, x): return self.attend(x, scale=lambda s, e: math.sqrt(self.heads))
+class att_renormalised(att_einsum):                               # valid: softmax, zero the future, renormalise
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(-1)
+        w = w * torch.ones(t, t, device=x.device).tril()
+        w = w / w.sum(-1, keepdim=True)
+        return self.merge(F.dropout(w, self.dropout, self.training) @ v)
+class att_bmm(_QKV):                                              # valid: (b·h, t, s) and torch.bmm
+    def forward(self, x):
+        b, t, e = x.size()
+        q, k, v = (y.reshape(b * self.heads, t, -1) for y in self.qkv(x))
+        w = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.size(-1))
+        w = w.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), -1e9).softmax(-1)
+        o = torch.bmm(F.dropout(w, self.dropout, self.training), v).view(b, self.heads, t, -1)
+        return self.merge(o)
+class blk_eval_drop(Block):                                       # F.dropout without training=: on in eval mode too
+    def forward(self, x):
+        h = x + self.do(self.attention(self.norm1(x)))
+        return h + F.dropout(self.ff[:3](self.norm2(h)), self.attention.dropout)
+class gpt_eval_drop(GPT):
+    def forward(self, x):
+        tr = self.trunk
+        h = F.dropout(tr.token_emb(x) + tr.pos_emb(_pos(x)), self.config.dropout)
+        for blk in tr.blocks: h = blk(h)
+        return self.toprobs(tr.norm(h))
+gpt_scaled_emb = _gpt('gpt_scaled_emb', lambda s, x: _trunk(s, s.trunk.do(s.trunk.token_emb(x) * math.sqrt(s.config.emb) + s.trunk.pos_emb(_pos(x)))))
+def gen_cropped_prompt(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt[-model.config.seq_len:], n, temperature, top_k, generator)
+def gen_keepdim(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    seq = prompt
+    for _ in range(n): seq = torch.cat([seq, sample_next(model(seq[-model.config.seq_len:][None])[:, -1:], temperature, top_k, generator)])
+    return seq
+
+def test_fresh_batch():
+    for ok in (att_renormalised, att_bmm): assert_check(check_causal_self_attention, ok)
+    assert_check(check_causal_self_attention, CausalSelfAttention, [(att_sqrt_h, 'not by 1/√h')])
+    assert_check(check_block, Block, [(blk_eval_drop, 'in eval mode .* random')])
+    assert_check(check_gpt, GPT, [(gpt_eval_drop, 'in eval mode .* random'), (gpt_scaled_emb, 'not scaled')])
+    assert_check(check_generate, generate, [(gen_cropped_prompt, 'whole prompt'), (gen_keepdim, r'logits\[:, -1\], not')])

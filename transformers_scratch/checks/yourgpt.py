@@ -169,6 +169,7 @@ def _attn_wrongs(att, x):
             (run(scale=math.sqrt(e)), f"scale the scores by 1/√s with s = e // h the head size ({s} here), not by 1/√e"),
             (run(scale=1.), "the scores are not scaled: divide q kᵀ by √s, s the head size"),
             (run(scale=float(s)), "divide the scores by √s, not by s"),
+            (run(scale=math.sqrt(att.heads)), "scale the scores by 1/√s, s the head size, not by 1/√h, h the number of heads"),
             (run(dim=-2), "the softmax runs over the queries: it runs over the keys, the last dim (dim=-1)"),
             (run(merge=False), "merging the heads: transpose (b, h, t, s) back to (b, t, h, s) before reshaping to "
              "(b, t, e); a reshape alone mixes positions and heads"),
@@ -284,6 +285,8 @@ def check_block(cls):
                        "self.do = nn.Dropout(config.dropout)")
                 m.do, ref.do = _Scale(), _Scale()                          # where `do` sits now shows in the output
                 out, want = _run(m, x, 'your block', 'return one tensor, (b, t, e)'), ref(x)
+                expect(c.dropout == 0 or same(out, m(x)), "in eval mode your block's output is random: dropout stays on; "
+                       "use nn.Dropout modules (or F.dropout(..., training=self.training)), which eval mode switches off")
                 if not same(out, want):
                     _expect_causal(m, x, 'your block')
                     twice = (lambda h: h + ref.ff(ref.norm2(h)))(x + ref.do(ref.do(ref.attention(ref.norm1(x)))))
@@ -322,6 +325,9 @@ def _gpt_wrongs(ref, x):
         (run(T.token_emb(x) + T.pos_emb(pos + 1)), "the positions are 0..t-1, torch.arange(t), not 1..t")]
     return ids_as_pos + from_one + [
             (run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
+            (run(T.token_emb(x) * math.sqrt(T.token_emb.embedding_dim) + T.pos_emb(pos)),
+             "the token embeddings are not scaled here (× √e is the original transformer's habit): GPT-2 adds them to the "
+             "positions as they are"),
             (run(T.token_emb(x) + T.pos_emb(pos), norm=False), "the final LayerNorm is missing: trunk.norm goes after the "
              "last block, before toprobs"),
             (run(T.token_emb(x) + T.pos_emb(pos)).softmax(-1), "return the logits, not probabilities: the loss (and sampling) "
@@ -381,6 +387,8 @@ def check_gpt(cls):
             x = randint(0, c.n_tokens, (b, t), seed=t)
             with torch.no_grad():
                 out, want = _gpt_run(m, x, c), ref(x)
+                expect(c.dropout == 0 or same(out, m(x)), "in eval mode your logits are random: dropout stays on; use "
+                       "nn.Dropout modules (or F.dropout(..., training=self.training)), which eval mode switches off")
                 expect(out.dtype == dt, f"for a float64 model the logits should be float64, got {out.dtype}")
                 if not same(out, want, atol=1e-5):
                     for wo, hint in _gpt_wrongs(ref, x): expect(not same(out, wo), hint)
@@ -496,6 +504,9 @@ def _gen(fn, model, prompt, n, *args):
     "`fn(model, prompt, n, *args)` through `Runs`, expecting a 1-D LongTensor"
     def hint(e, a):
         msg = str(e)
+        if 'prob_dist must be 1 or 2 dim' in msg or 'must be 2-D' in msg:
+            return (f"sample_next takes the (1, v) logits of the last position, logits[:, -1], not logits[:, -1:] "
+                    f"({type(e).__name__}: {msg[:60]})")
         if 'values to unpack' in msg: return ("the model returns the logits alone, one tensor (not nanoGPT's (logits, loss)): "
                                               f"logits = model(x) ({type(e).__name__}: {msg[:60]})")
         name = next((n for n in _THEIR_NAMES if f"attribute '{n}'" in msg), None)
@@ -530,6 +541,8 @@ def check_generate(fn):
         want = _counted(p, n, v, L)
         expect(not (len(out) == n and n and torch.equal(out, want[len(p):])), "return the prompt followed by the new ids, "
                "not the new ids alone")
+        expect(not (len(p) > L and n and len(out) == L + n), f"return the whole prompt ({len(p)} ids) followed by the new "
+               "ids: only the model's input is cropped to the last seq_len")
         expect(len(out) == len(p) + n, f"for a prompt of {len(p)} ids and n={n} return {len(p) + n} ids, got {len(out)}")
         expect(torch.equal(out[:len(p)], prompt), "the result should start with the prompt, unchanged")
         if n and not torch.equal(out, want):
