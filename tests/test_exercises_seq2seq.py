@@ -804,3 +804,17 @@ def db_no_norm3(blk, x, m, pad=None, mpad=None, cache=None):        # the MLP wi
 def test_scale_after_softmax_and_missing_norm():
     assert_check(check_cross_attention, cross_attention, [(ca_scale_after, 'after the softmax: divide')])
     assert_check(check_decoder_block, decoder_block, [(db_no_norm3, 'norm3 is missing')])
+
+def gd_without_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):        # feeds the target without its BOS: empty at first
+    was = m.training; m.eval()
+    ys = torch.tensor([[bos_idx]], device=s.device)
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = m(s[None], ys[:, 1:])[0, -1].argmax()
+            if nxt == eos_idx: break
+            ys = torch.cat([ys, nxt.view(1, 1)], 1)
+    m.train(was)
+    return ys[0, 1:]
+
+def test_greedy_decode_without_bos():
+    assert_check(check_greedy_decode, greedy_decode, [(gd_without_bos, 'empty target')])

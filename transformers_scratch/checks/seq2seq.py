@@ -579,6 +579,9 @@ def _src_hint(e, args):
     if isinstance(e, AttributeError) and 'cache' in str(e) or 'keeps no cache' in str(e):
         return ("the check's stand-in model keeps no cache (new_cache): run model(src[None], target so far) on the whole "
                 "target at every step, as the docstring says; the KV cache comes after this exercise")
+    if isinstance(e, IndexError) and 'size 0' in str(e):
+        return ("the model got an empty target: the target so far starts as [bos_idx] and keeps it; feed it whole, "
+                f"BOS included ({type(e).__name__}: {str(e)[:60]})")
     if 'the model takes batches' in str(e):
         return (f"your code raised {type(e).__name__} ({str(e).splitlines()[0][:60]}): the model takes batches, a source "
                 "(1, t_s) and a target (1, t): src[None], and the target so far as a (1, t) tensor")
