@@ -313,11 +313,11 @@ class att_einsum(_QKV):                                           # valid: einsu
         w = torch.einsum('bhis,bhjs->bhij', q, k) / math.sqrt(q.size(-1))
         w = torch.where(i[None, :] <= i[:, None], w, torch.full_like(w, float('-inf'))).softmax(-1)
         return self.merge(torch.einsum('bhij,bhjs->bhis', F.dropout(w, self.dropout, self.training), v))
-class att_nano_bias(_QKV):                                        # valid: nanoGPT's `bias` buffer (persistent), attn_dropout
+class att_nano_bias(_QKV):                                        # valid: nanoGPT's `bias` buffer (persistent=False), attn_dropout
     def __init__(self, config):
         super().__init__(config)
         L = config.seq_len
-        self.register_buffer('bias', torch.tril(torch.ones(L, L)).view(1, 1, L, L))
+        self.register_buffer('bias', torch.tril(torch.ones(L, L)).view(1, 1, L, L), persistent=False)
         self.attn_dropout = nn.Dropout(config.dropout)
     def forward(self, x):
         q, k, v = self.qkv(x)
@@ -338,6 +338,11 @@ class att_bool_buffer(_QKV):                                      # valid: a boo
 
 def test_attention_valid_styles():
     for ok in (att_sdpa, att_einsum, att_nano_bias, att_bool_buffer): assert_check(check_causal_self_attention, ok)
+
+class att_nano_persistent(att_nano_bias):                         # nanoGPT's `bias` saved with the weights
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer('bias', self.bias.clone())
 
 class att_nano_double(att_nano_bias):                             # nanoGPT's attn_dropout and resid_dropout
     def __init__(self, config):
@@ -398,7 +403,7 @@ def test_attention_issue31_wrongs():
         (att_nano_double, 'applied twice.*resid_dropout'), (att_resid_only, "attention's output"),
         (att_never_drops, 'never drops'), (att_drop_scores, 'before the softmax'), (att_fixed_p, r'training mode \(dropout=0.3\)'),
         (att_tril_cpu, 'device'), (att_arange_cpu, 'device'), (att_c_attn, 'c_attn'), (att_n_embd, 'n_embd.*config.emb'),
-        (att_hf_tuple, 'tuple.*output alone'), (att_view, 'contiguous')])
+        (att_hf_tuple, 'tuple.*output alone'), (att_view, 'contiguous'), (att_nano_persistent, 'persistent=False')])
 
 
 class blk_nano(Block):                                            # valid: nanoGPT's x = x + ... style

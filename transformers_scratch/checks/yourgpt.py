@@ -17,7 +17,7 @@ from ..generate import top_k_filter   # noqa: F401
 from .block import _prenorm_wrongs, _block_wrongs, _Scale   # noqa: F401 (lesson 05's pre-norm mistakes)
 from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20's sampling helpers)
 
-# %% ../../nbs/26_your_gpt.ipynb #185b151e
+# %% ../../nbs/26_your_gpt.ipynb #01a93010
 #| code-fold: true
 # @title check_causal_self_attention
 import functools
@@ -94,7 +94,11 @@ def _load(m, ref, what):
     expect(n == n_ref, f"{what} has {n:,} parameters, the library's {n_ref:,}: two of your layers are one module "
            "(a = b = nn.Linear(...), or [layer] * n): make each its own")
     sd = ref.state_dict()
-    res = m.load_state_dict({k: sd[k] for k in want}, strict=False)   # a buffer of yours (nanoGPT's `bias` mask) stays yours
+    kept = sorted(m.state_dict().keys() - mine.keys() - sd.keys())    # buffers saved with the weights
+    expect(not kept, f"{what}'s state dict holds a buffer, {kept[0] if kept else ''} (a causal mask registered as nanoGPT "
+           "registers its `bias`): the library's weights would not load into it (load_state_dict is strict, below and "
+           "in checkpoints). A mask is no weight here: register it with persistent=False, or build it in forward on x's device")
+    res = m.load_state_dict({k: sd[k] for k in want}, strict=False)   # a mask buffer with persistent=False stays yours
     expect(not res.unexpected_keys and all(k not in want for k in res.missing_keys), f"{what}: the library's weights do not load "
            f"into yours ({(res.unexpected_keys + res.missing_keys)[:2]})")
 
@@ -235,7 +239,7 @@ def check_causal_self_attention(cls):
         _expect_causal(m, x, 'your attention')
         with torch.no_grad(): on_device(lambda mod, x: mod(x), m, x)
 
-# %% ../../nbs/26_your_gpt.ipynb #66dc97ad
+# %% ../../nbs/26_your_gpt.ipynb #220443f2
 #| code-fold: true
 # @title check_block
 def _block_train_wrongs(ref, x):
@@ -306,7 +310,7 @@ def check_block(cls):
         c, b, t, _ = _fixtures()[1]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'Block'), rand(b, t, c.emb, seed=2))
 
-# %% ../../nbs/26_your_gpt.ipynb #d96c6e11
+# %% ../../nbs/26_your_gpt.ipynb #184de1a9
 #| code-fold: true
 # @title check_gpt
 _GPT_RETURNS = ("return the logits alone, a (b, t, n_tokens) tensor: nanoGPT's forward(idx, targets) returns (logits, loss), "
@@ -411,7 +415,7 @@ def check_gpt(cls):
         c, b, t, _ = _fixtures()[0]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'GPT'), randint(0, c.n_tokens, (b, t), seed=3))
 
-# %% ../../nbs/26_your_gpt.ipynb #b0ce36e6
+# %% ../../nbs/26_your_gpt.ipynb #d0900087
 #| code-fold: true
 # @title check_sample_next
 def _topk_hints(z, T, k, f, tol):
@@ -465,7 +469,7 @@ def check_sample_next(fn):
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
-# %% ../../nbs/26_your_gpt.ipynb #3cded392
+# %% ../../nbs/26_your_gpt.ipynb #e1afd86b
 #| code-fold: true
 # @title check_generate
 class _Counter(nn.Module):
