@@ -152,8 +152,16 @@ class global_seeded(_L):                        # torch.manual_seed(seed) at con
 class bs_fixed(_L):
     def __init__(self, windows, *a, bs=None, **kw): super().__init__(windows, *a, bs=16, **kw)
 
+class python_random(_L):                        # Python's global random module draws the selection
+    def mask(self, x):
+        u = torch.tensor([random.random() for _ in range(x.numel())]).view(x.shape)
+        g = torch.Generator().manual_seed(int(u[0, 0] * 1e6))
+        return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p, g)
+class fresh_generator_per_epoch(_L):            # a new, unseeded generator each epoch
+    def before_iter(self): super().before_iter(); self.g = torch.Generator(); self.g.seed()
+
 WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same masks'), (reseeded_per_batch, 'every batch has the same masked positions'),
-          (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, "not from torch's global generator"),
+          (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, "not from torch's \(or Python's\) global"),
           (seed_ignored, 'seeds 3 and 4 gave the same masks'), (fixed_anew, 'with fixed=True'),
           (where_mask_only, 'not only the mask tokens'), (where_inverted, 'wrong way round'), (where_long, 'bool tensor'),
           (two_items, r'three tensors \(inputs, where, targets\), got tuple of 2'), (targets_masked, 'not the masked inputs'),
@@ -162,6 +170,7 @@ WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same mask
           (windows_in_place, 'changed the windows'), (a_function, 'should build a fastai DataLoader'),
           (torch_dataloader, 'should build a fastai DataLoader'),
           (targets_zero, 'should be -100 where nothing was selected'), (order_swapped, r'\(inputs, where, targets\) in that order'),
-          (global_seeded, "not from torch's global generator"), (bs_fixed, 'gave 4 batches'), (where_changed, 'not inputs != windows')]
+          (global_seeded, "not from torch's \(or Python's\) global"), (bs_fixed, 'gave 4 batches'), (where_changed, 'not inputs != windows'),
+          (python_random, "or Python's\\) global"), (fresh_generator_per_epoch, 'made once, not from')]
 
 def test_wrong_answers_are_named(): assert_check(check_masked_lm_loader, MaskedLMDataLoader, WRONGS)

@@ -116,7 +116,8 @@ def _expect_new_masks(cls, windows, fixed):
     a = _epoch(dl, what)
     torch.manual_seed(456); random.seed(456)
     expect(_same(a, _epoch(_loader(cls, windows, seed=3, fixed=fixed), what)), f"two {what}s of the same seed masked differently: "
-           "draw from the loader's own torch.Generator().manual_seed(seed), not from torch's global generator")
+           "draw from the loader's own torch.Generator().manual_seed(seed), made once, not from torch's (or Python's) global "
+           "generator")
     expect(not _same(a, _epoch(_loader(cls, windows, seed=4, fixed=fixed), what)), f"{what}s of seeds 3 and 4 gave the same "
            "masks: seed the loader's generator with `seed`")
 
