@@ -162,3 +162,147 @@ def test_check_repeat_kv():
         (stub, 'not solved'), (kv_repeat, 'repeat_interleave, not repeat'), (kv_expand_wrong, 'tiles the heads'),
         (kv_by_g, r'not j // g'), (kv_time, 'time'), (kv_batch, 'batch')])
     for ok in (kv_interleave, kv_expand, kv_list): assert_check(check_repeat_kv, ok)
+
+
+# --- issue 31: each RoPE mistake its own diagnosis, training-mode SwiGLU, new wrong and valid answers ----------------
+def _freq(q, start, theta, step=2., sign=1., e=None):
+    "Angles (t, s/2) of a turn by sign·p·θ^(-step·i/e), e the head size unless given"
+    s = q.size(-1)
+    return sign * _pos(q, start).double()[:, None] * theta ** (-torch.arange(s // 2, dtype=torch.float64, device=q.device) * step / (e or s))
+def _halves(x, a, swap=False):
+    c, n = a.cos().to(x.dtype), a.sin().to(x.dtype)
+    if swap: c, n = n, c
+    x1, x2 = x.chunk(2, -1)
+    return torch.cat([x1 * c - x2 * n, x1 * n + x2 * c], -1)
+def _rot(**kw):
+    swap, shift, e_mult = kw.pop('swap', False), kw.pop('shift', 0), kw.pop('e_mult', False)
+    def f(q, k, v, start=0, theta=10000.):
+        a = _freq(q, start + shift, theta, e=q.size(-1) * q.size(1) if e_mult else None, **kw)
+        return _halves(q, a, swap), _halves(k, a, swap), v
+    return f
+rot_swap_cos_sin = _rot(swap=True)
+rot_from_one = _rot(shift=1)
+rot_positive_exp = _rot(step=-2.)
+rot_same_angle = _rot(step=0.)
+rot_four_i = _rot(step=4.)
+rot_e_in_freq = _rot(e_mult=True)                              # θ^(-2i/e), e = h·s, the embedding size
+
+def rot_complex(q, k, v, start=0, theta=10000.):             # each pair (i, i + s/2) as one complex number times e^{iα}
+    def t(x):
+        a = _freq(x, start, theta)
+        z = torch.complex(*(h.double() for h in x.chunk(2, -1))) * torch.polar(torch.ones_like(a), a)
+        return torch.cat([z.real, z.imag], -1).to(x.dtype)
+    return t(q), t(k), v
+def rot_matrix(q, k, v, start=0, theta=10000.):              # a 2×2 rotation matrix per pair and position, with einsum
+    def t(x):
+        a = _freq(x, start, theta).to(x.dtype)
+        R = torch.stack([torch.stack([a.cos(), -a.sin()], -1), torch.stack([a.sin(), a.cos()], -1)], -2)   # (t, s/2, 2, 2)
+        pairs = torch.stack(x.chunk(2, -1), -1)                                                            # (..., t, s/2, 2)
+        return torch.einsum('tiab,...tib->...tia', R, pairs).unbind(-1)
+    def cat(x): return torch.cat(t(x), -1)
+    return cat(q), cat(k), v
+
+def test_check_rotary_issue31():
+    assert_check(check_rotary, rotary, [
+        (rot_swap_cos_sin, 'swapped cos and sin'), (rot_from_one, r'start \+ 1'), (rot_positive_exp, r'θ\^\(\+2i/s\)'),
+        (rot_same_angle, 'same angle'), (rot_four_i, r'θ\^\(-4i/s\)'), (rot_e_in_freq, r'e = h·s')])
+    for ok in (rot_complex, rot_matrix): assert_check(check_rotary, ok)
+
+def rms_clamp(x, w, eps=1e-5): return x / torch.sqrt(_ms(x).clamp_min(eps)) * w
+def rms_clamp_root(x, w, eps=1e-5): return x / _ms(x).sqrt().clamp_min(eps) * w
+def rms_rsqrt_upcast(x, w, eps=1e-5): return (x.double() * torch.rsqrt(_ms(x.double()) + eps)).to(x.dtype) * w
+def rms_norm_fn(x, w, eps=1e-5): return x / (torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.size(-1) + eps).sqrt() * w
+
+def test_check_rms_norm_issue31():
+    assert_check(check_rms_norm, rms_norm, [(rms_clamp, 'clamped the mean square'), (rms_clamp_root, 'clamped the root mean square')])
+    for ok in (rms_rsqrt_upcast, rms_norm_fn): assert_check(check_rms_norm, ok)
+
+class glu_drop_hidden(glu_ok):                                   # dropout on the hidden product
+    def forward(self, x): return self.down(self.do(F.silu(self.gate(x)) * self.up(x)))
+class glu_drop_twice(glu_ok):
+    def forward(self, x): return self.do(self.do(self.down(F.silu(self.gate(x)) * self.up(x))))
+class glu_drop_up(glu_ok):
+    def forward(self, x): return self.down(F.silu(self.gate(x)) * self.do(self.up(x)))
+class glu_extra(glu_ok):                                         # a learned scale of its own: the library's weights won't load
+    def __init__(self, config):
+        super().__init__(config); self.scale = nn.Parameter(torch.ones(1))
+class glu_silu_module(nn.Module):                                # nn.SiLU as a module, functional dropout with self.training
+    def __init__(self, config):
+        super().__init__()
+        hid = config.hidden or config.mult * config.emb
+        self.gate, self.up = (nn.Linear(config.emb, hid, bias=config.bias) for _ in range(2))
+        self.down, self.act, self.p = nn.Linear(hid, config.emb, bias=config.bias), nn.SiLU(), config.dropout
+    def forward(self, x): return F.dropout(self.down(self.act(self.gate(x)) * self.up(x)), self.p, self.training)
+class glu_own_mask(glu_ok):                                      # dropout by hand: its own draws, right statistics
+    def forward(self, x):
+        y = self.down(F.silu(self.gate(x)) * self.up(x))
+        p = self.do.p
+        return y * (torch.rand_like(y) >= p) / (1 - p) if self.training and p else y
+
+def test_check_swiglu_issue31():
+    assert_check(check_swiglu, SwiGLU, [
+        (glu_drop_hidden, 'hidden layer'), (glu_drop_twice, 'dropout twice'), (glu_drop_up, 'hidden layer'),
+        (glu_extra, 'more than gate, up and down')])
+    for ok in (glu_silu_module, glu_own_mask): assert_check(check_swiglu, ok)
+
+def kv_by_g_times(x, n): return x.repeat_interleave(x.size(1), dim=1)   # g for n
+def kv_5d(x, n): return x[:, :, None].expand(-1, -1, n, -1, -1)       # the expand without its reshape
+def kv_same(x, n): return x                                             # forgot to repeat
+
+def test_check_repeat_kv_issue31():
+    assert_check(check_repeat_kv, repeat_kv, [
+        (kv_by_g_times, 'each head g=4 times'), (kv_5d, 'merge the two head dims'), (kv_same, 'as they are')])
+
+
+# --- issue 31: once the learner's pieces pass, the lesson's model and its ablation run them ---------------------------
+ANSWERS = '''
+import transformers_scratch.modern as _lib
+CALLS = {'rotary': 0, 'rms_norm': 0, 'SwiGLU': 0, 'repeat_kv': 0}
+def my_rotary(q, k, v, start=0, theta=10000.):
+    CALLS['rotary'] += 1
+    return _lib.rotary(q, k, v, start, theta)
+def my_rms_norm(x, weight, eps=1e-5):
+    CALLS['rms_norm'] += 1
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+class my_SwiGLU(_lib.SwiGLU):
+    def forward(self, x):
+        CALLS['SwiGLU'] += 1
+        return super().forward(x)
+def my_repeat_kv(x, n):
+    CALLS['repeat_kv'] += 1
+    return x.repeat_interleave(n, dim=1)
+'''
+
+RUN = r"""
+import json, re, sys, torch
+from IPython.core.interactiveshell import InteractiveShell
+sys.modules['nbdev'] = None
+nb = json.load(open(sys.argv[1], encoding='utf-8'))
+answers = open(sys.argv[2], encoding='utf-8').read()
+shell = InteractiveShell.instance()
+ns, seen = shell.user_ns, {}
+for i, src in enumerate(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code'):
+    if re.search(r'^(def|class) my_\w+', src, re.M): src = answers if 'def my_rotary' in src else 'pass'
+    if 'run_ablation(cfg' in src: seen['before ablation'] = dict(ns['CALLS'])
+    if 'class YourAttention' in src: seen['checks'] = dict(ns['CALLS'])      # after the checks, the cells the lesson goes on with
+    r = shell.run_cell(src, silent=True)
+    if not r.success: sys.exit(f"code cell {i} raised {r.error_in_exec!r}: {src[:300]}")
+    if isinstance(ns.get('cfg'), dict) and ns['cfg'].get('n_batches', 0) > 10: ns['cfg']['n_batches'] = 10   # keep it short
+    if 'run_ablation(cfg' in src: seen['after ablation'] = dict(ns['CALLS'])
+seen['passed'] = [n for n in ('rotary', 'rms_norm', 'SwiGLU', 'repeat_kv') if ns[n].__name__.startswith('my_')]
+print(json.dumps(seen))
+"""
+
+def test_lesson_27_runs_the_learners_pieces(tmp_path):
+    "The learner's edition with the four exercises answered (counting their calls): after the checks pass, the Llama-style model and every ablation run call them"
+    import json, os, subprocess, sys, pathlib
+    (tmp_path/'run.py').write_text(RUN); (tmp_path/'answers.py').write_text(ANSWERS)
+    env = {k: v for k, v in os.environ.items() if k not in ('TFS_CHECKS', 'TFS_QUICK')}
+    nb = pathlib.Path(__file__).resolve().parents[1]/'handout'/'27_modern.ipynb'
+    r = subprocess.run([sys.executable, 'run.py', str(nb), 'answers.py'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    assert seen['passed'] == ['rotary', 'rms_norm', 'SwiGLU', 'repeat_kv'], seen['passed']
+    for k in seen['checks']:
+        assert seen['before ablation'][k] > seen['checks'][k], f"the Llama-style model never called the learner's {k}"
+        assert seen['after ablation'][k] > seen['before ablation'][k], f"the ablation never called the learner's {k}"

@@ -13,11 +13,12 @@ from ..config import ModelConfig   # noqa: F401 (as above)
 # %% ../../nbs/27_modern.ipynb #79a7899c
 #| code-fold: true
 # @title check_rotary
-def _turn(x, pos, theta, pairs='halves', sign=1., step=2):
+def _turn(x, pos, theta, pairs='halves', sign=1., step=2, swap=False):
     "`x` (..., t, s) turned at positions `pos` (t,): pairs (i, i + s/2) ('halves') or (2i, 2i+1) ('neighbours'), by sign·p·θ^(-step·i/s)"
     s = x.size(-1)
     a = sign * pos.double()[:, None] * theta ** (-torch.arange(s // 2, dtype=torch.float64) * step / s)   # (t, s/2)
     c, n = a.cos().to(x.dtype), a.sin().to(x.dtype)
+    if swap: c, n = n, c
     if pairs == 'halves':
         x1, x2 = x[..., :s // 2], x[..., s // 2:]
         return torch.cat([x1 * c - x2 * n, x1 * n + x2 * c], -1)
@@ -55,6 +56,17 @@ def _rotary_wrongs(x, start, theta):
             (_turn(x, pos, theta, sign=-1.), "you turned the pairs the wrong way: x·cos + rotate_half(x)·sin, where "
              "rotate_half(x1, x2) = (-x2, x1)"),
             (_turn(x, pos, theta, step=1), "pair i turns with the frequency θ^(-2i/s), i = 0 .. s/2 - 1: you used θ^(-i/s)"),
+            (_turn(x, pos, theta, step=4), "pair i turns with the frequency θ^(-2i/s): you used θ^(-4i/s) (2i divided by "
+             "s/2 instead of s?)"),
+            (_turn(x, pos, theta, step=-2), "the frequencies are θ^(-2i/s), slower and slower along the pairs: your exponent "
+             "has the wrong sign, θ^(+2i/s)"),
+            (_turn(x, pos, theta, step=2 / h), f"you used e = h·s = {h * s} in θ^(-2i/s): the frequencies belong to one head, "
+             f"s = {s} its size (q.size(-1))") if h > 1 else (None, ''),
+            (_turn(x, pos, theta, step=0), "every pair turned by the same angle p: pair i's angle is p·θ^(-2i/s), a "
+             "different frequency for each pair"),
+            (_turn(x, pos, theta, swap=True), "you swapped cos and sin: the turned x is x·cos + rotate_half(x)·sin"),
+            (_turn(x, pos + 1, theta), f"your positions start at start + 1: the first of the t tokens sits at start={start}, "
+             "the next at start + 1, ..."),
             (_turn(x.transpose(1, 2), torch.arange(start, start + h), theta).transpose(1, 2),
              "q and k are (b, h, t, s): the positions run along dim 2 (the time steps), not dim 1 (the heads)"),
             (_turn(merged, pos, theta).view(b, t, h, s).transpose(1, 2), "you rotated the whole e = h·s vector, as before "
@@ -80,8 +92,10 @@ def check_rotary(fn):
         expect(not same(ok, k) or same(k, _turn(k, pos, theta)) or same(k, _turn(k, zero, theta)),
                "turn the keys too: both sides of the scores need their positions")
         for o, x, name in ((oq, q, 'queries'), (ok, k, 'keys')):
-            diagnose(o, _turn(x, pos, theta), _rotary_wrongs(x, start, theta),
-                     f"the {name} differ from RoPE's turn at positions {start}..{start + q.size(2) - 1} for shape {tuple(x.shape)}")
+            diagnose(o, _turn(x, pos, theta), [w for w in _rotary_wrongs(x, start, theta) if w[0] is not None],
+                     f"the {name} differ from RoPE's turn at positions {start}..{start + q.size(2) - 1} for shape {tuple(x.shape)}, "
+                     "and from each usual mistake: pair (i, i + s/2) of the token at position p turns by p·θ^(-2i/s), "
+                     "x·cos + rotate_half(x)·sin")
     (q, k, v), kw = _rotary_fixtures()[1]
     on_device(fn, q, k, v, **kw)
 
@@ -92,6 +106,7 @@ def _rms_fixtures():
     "(x, weight, eps): several shapes and dtypes, a batch of one, an eps that matters, and the default eps (None: not passed)"
     x = rand(3, 4, 8, seed=1) * 3 + 1
     x[0, 1] = 1e-3 * rand(8, seed=2)                                   # a token of tiny values: eps matters
+    x[2, 3] = 1e-6 * rand(8, seed=10)                                  # and one whose root mean square is below eps
     return [(x, rand(8, seed=3), 1e-5), (rand(1, 5, 7, seed=4) * 0.1 - 0.2, rand(7, seed=5), 0.1),
             (rand(2, 3, 2, 6, seed=6, dtype=torch.float64) * 2 + 1, rand(6, seed=7, dtype=torch.float64), 1e-3),
             (rand(6, 5, seed=8) * 2e-3 + 1e-3, rand(5, seed=9), None)]             # 2-D, tiny values, the default eps
@@ -128,6 +143,12 @@ def check_rms_norm(fn):
         run.like(out, x)
         ref = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e) * w
         if same(out, ref): continue
+        ms = x.pow(2).mean(-1, keepdim=True)
+        bare = x / ms.sqrt() * w                                          # no eps at all: diagnosed below
+        expect(same(bare, x / torch.sqrt(ms.clamp_min(e)) * w) or not same(out, x / torch.sqrt(ms.clamp_min(e)) * w), "you clamped the mean square at eps (max(mean(x²), eps)): "
+               "RMSNorm adds eps to it, inside the square root")
+        expect(same(bare, x / ms.sqrt().clamp_min(e) * w) or not same(out, x / ms.sqrt().clamp_min(e) * w), "you clamped the root mean square at eps: RMSNorm adds eps to "
+               "the mean of the squares, inside the square root")
         for other in (1e-5, 1e-6, 1e-8, 0.):
             wo = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + other) * w
             expect(other == e or same(wo, ref) or not same(out, wo), f"use the eps you are given (eps={e:g} here): it looks like "
@@ -162,7 +183,32 @@ def _swiglu_layers(m, c):
            f"(config.hidden, or mult·emb when it is None) for gate, up and down; got {got}, {up.out_features}, {down.in_features}")
     expect(all((l.bias is not None) == c.bias for l in lins), f"config.bias={c.bias} decides the three layers' biases "
            "(bias=config.bias); Llama has none")
+    want = {f"{n}.{w}" for n in ('gate', 'up', 'down') for w in (('weight', 'bias') if c.bias else ('weight',))}
+    extra = sorted(set(m.state_dict()) - want)
+    expect(not extra, f"your module holds more than gate, up and down ({', '.join(extra[:3])}): the library's SwiGLU "
+           "weights must load into it as they are, so keep the three layers only")
     return gate, up, down
+
+def _swiglu_train(m, c, gate, up, down):
+    "In training mode `m` must drop the output (after down) with probability config.dropout, once: the same draws as the reference, or its statistics"
+    p, x = c.dropout, rand(64, 20, c.emb, seed=30)
+    run = Runs(m)
+    y = seeded(run, x)
+    run.like(y, x)
+    hid = F.silu(gate(x)) * up(x)
+    out = down(hid)
+    if same(y, seeded(F.dropout, out, p, True)): return
+    expect(not same(y, out), f"with dropout={p} the output should be random in training mode: end with nn.Dropout(config.dropout)")
+    for w, hint in ((seeded(lambda: down(F.dropout(hid, p, True))), "your dropout is on the hidden layer (the product "
+                     "SiLU(gate(x)) · up(x), or one of its branches): SwiGLU's dropout goes on its output, after down (as the "
+                     "plain MLP's does)"),
+                    (seeded(lambda: F.dropout(F.dropout(out, p, True), p, True)), "you applied dropout twice: once, on the output")):
+        expect(not same(y, w), hint)
+    zero = y == 0                                              # a dropout of one's own draws: judge its statistics
+    ok = bool(zero.any()) and same(y[~zero], out[~zero] / (1 - p), atol=1e-4)
+    expect(ok, f"in training mode each output should be 0 or output/(1-p) (p = dropout = {p}): is the dropout somewhere "
+           "else than on the output, or not scaled?")
+    expect_rate(float(zero.float().mean()), p, 0.03, f"with dropout={p} a fraction {p} of the outputs should be 0")
 
 def _swiglu_wrongs(x, gate, up, down):
     "(wrong output, hint) of the usual SwiGLU mistakes"
@@ -204,8 +250,7 @@ def check_swiglu(fn):
             y = run(x)
             if c.dropout == 0: expect(same(y, ref), "with dropout=0 training mode must not change the output: nn.Dropout(config.dropout)")
             else:
-                expect(not same(y, ref), f"with dropout={c.dropout} the output should be random in training mode: end with "
-                       "nn.Dropout(config.dropout)")
+                _swiglu_train(m, c, gate, up, down)
                 m.eval(); expect(same(run(x), ref), "in eval mode dropout must be off: use the module nn.Dropout")
             xd = x.double()
             run.like(Runs(copy.deepcopy(m).double().eval())(xd), xd, 'the output of the float64 module')
@@ -231,6 +276,14 @@ def check_repeat_kv(fn):
                "steps (dim 2): the heads are dim 1 of (b, g, t, s)")
         expect(not (isinstance(out, torch.Tensor) and out.shape == (b * n, g, t, s) and n > 1), "you repeated along the batch "
                "(dim 0): the heads are dim 1 of (b, g, t, s)")
+        if isinstance(out, torch.Tensor) and out.shape != (b, g * n, t, s):
+            shp = tuple(out.shape)
+            expect(not (shp == (b, g * g, t, s) and g != n), f"you repeated each head g={g} times, the number of key/value "
+                   f"heads: repeat it n={n} times, the query heads per key/value head")
+            expect(not (len(shp) == 5 and sorted(shp[1:3]) == sorted((g, n))), f"got {shp}: merge the two head dims into one "
+                   f"of g·n = {g * n} (reshape to (b, g·n, t, s))")
+            expect(not (shp == (b, g, t, s) and n > 1), f"you returned the {g} key/value heads as they are: with n={n} query "
+                   f"heads per key/value head the output has g·n = {g * n} heads")
         run.like(out, x.repeat_interleave(n, 1))
         ref = x.repeat_interleave(n, 1)
         by_g = [(x[:, torch.arange(g * n) // g], f"query head j belongs to key/value head j // n (n={n} query heads per group), "
