@@ -144,3 +144,42 @@ def test_block_state_odd_answers():
         (bs_none, 'return a dict .* got NoneType'), (bs_values_none, 'should be a tensor, got NoneType'),
         (bs_lists, 'should be a tensor, got list'), (bs_int_keys, 'unexpected keys: 0'),
         (bs_scalar, r'norm1.bias has shape \(\), expected \(8,\)')])
+
+# --- issue 31: valid answers in other styles ---------------------------------------------------------------------------
+def qkv_split_t(w, b): return tuple((W.t(), B) for W, B in zip(torch.split(w, w.size(0), dim=1), torch.split(b, w.size(0))))
+def qkv_view_unbind(w, b):                                 # (e, 3, e): the three blocks side by side, unbound
+    e = w.size(0)
+    return tuple((W.transpose(0, 1), B) for W, B in zip(w.view(e, 3, e).unbind(1), b.view(3, e).unbind(0)))
+def qkv_T_chunk_rows(w, b): return tuple(zip(w.T.chunk(3, 0), b.chunk(3)))          # rows of the transpose: already (out, in)
+def qkv_einsum(w, b):                                      # a transpose written as an einsum, blocks by tensor_split
+    return tuple((torch.einsum('io->oi', W), B) for W, B in zip(torch.tensor_split(w, 3, dim=1), torch.tensor_split(b, 3)))
+
+def bs_loop(sd, i):                                        # a name map and a loop, Conv1D weights transposed by permute
+    names = {'norm1': 'ln_1', 'norm2': 'ln_2', 'attention.unifyheads': 'attn.c_proj', 'ff.0': 'mlp.c_fc', 'ff.2': 'mlp.c_proj'}
+    out = {}
+    for ours, theirs in names.items():
+        w = sd[f'h.{i}.{theirs}.weight']
+        out[f'{ours}.weight'], out[f'{ours}.bias'] = (w.permute(1, 0) if w.dim() == 2 else w), sd[f'h.{i}.{theirs}.bias']
+    w, b = sd[f'h.{i}.attn.c_attn.weight'], sd[f'h.{i}.attn.c_attn.bias']
+    for n, W, B in zip(('toqueries', 'tokeys', 'tovalues'), w.T.chunk(3), b.chunk(3)):
+        out[f'attention.{n}.weight'], out[f'attention.{n}.bias'] = W, B
+    return out
+def bs_prefix_filter(sd, i):                               # every tensor of layer i, renamed, by a prefix filter
+    ren = {'ln_1': 'norm1', 'ln_2': 'norm2', 'attn.c_proj': 'attention.unifyheads', 'mlp.c_fc': 'ff.0', 'mlp.c_proj': 'ff.2'}
+    layer = {k.removeprefix(f'h.{i}.'): v for k, v in sd.items() if k.startswith(f'h.{i}.')}
+    out = {}
+    for k, v in layer.items():
+        mod, p = k.rsplit('.', 1)
+        if mod == 'attn.c_attn':
+            for n, part in zip(('toqueries', 'tokeys', 'tovalues'), v.tensor_split(3, dim=-1)):
+                out[f'attention.{n}.{p}'] = part.mT if p == 'weight' else part
+        elif mod in ren: out[f'{ren[mod]}.{p}'] = v.mT if v.dim() == 2 else v
+    return out
+def bs_split_qkv_clone(sd, i):                             # the lesson's split_qkv, every tensor a contiguous copy
+    return {k: v.clone(memory_format=torch.contiguous_format) for k, v in block_state(sd, i).items()}
+
+@pytest.mark.parametrize('right', [qkv_split_t, qkv_view_unbind, qkv_T_chunk_rows, qkv_einsum])
+def test_split_qkv_valid_styles(right): assert_check(check_split_qkv, right)
+
+@pytest.mark.parametrize('right', [bs_loop, bs_prefix_filter, bs_split_qkv_clone])
+def test_block_state_valid_styles(right): assert_check(check_block_state, right)
