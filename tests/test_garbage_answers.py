@@ -7,8 +7,7 @@ input modified in place, or that raise. Under `TFS_CHECKS=raise` each must be re
 diagnosis), never another exception (a crash of the check's own code) and never accepted. Under the learner's settings
 (`TFS_CHECKS` unset) a check prints exactly one ✗ or ○ line and returns, and that line is the check's own diagnosis,
 not the safety net's "could not read" line."""
-import contextlib, importlib, io, os, pathlib
-import numpy as np
+import contextlib, importlib, io, pathlib
 import pytest, torch, torch.nn as nn
 from transformers_scratch.core import CheckError
 
@@ -114,8 +113,11 @@ def _spoiled(sol):
     for w in WRONG_AT_THE_END + ALSO_AT_THE_END:
         ret, seen = RETURNS[w], {}
         def spoil(res, ret=ret, seen=seen):
-            seen['tensor'] = seen.get('tensor', True) and isinstance(res, torch.Tensor)
-            return ret(_first_tensor((res,)))
+            out = ret(_first_tensor((res,)))
+            kept = (isinstance(res, torch.Tensor) and isinstance(out, torch.Tensor) and res.device == out.device and
+                    res.dtype == out.dtype and res.shape == out.shape and torch.equal(res.detach().cpu(), out.detach().cpu()))
+            seen['changed'] = seen.get('changed', True) and isinstance(res, torch.Tensor) and not kept
+            return out
         if isinstance(sol, type) and issubclass(sol, nn.Module):
             ans = type(sol.__name__, (sol,), {'forward': lambda self, *a, spoil=spoil, **k: spoil(sol.forward(self, *a, **k))})
         else:
@@ -126,7 +128,7 @@ def _spoiled(sol):
 
 @pytest.mark.parametrize('m,name', CHECKS, ids=[f"{m}.{n}" for m, n in CHECKS])
 def test_a_right_answer_spoiled_at_the_end_is_diagnosed(m, name, one_thread):
-    "The library's answer returning a tuple, numpy, None... at the end: a CheckError, never a crash; refused where it returned a tensor"
+    "The library's answer returning a tuple, numpy, None... at the end: a CheckError, never a crash; refused where that changed its tensor"
     from transformers_scratch.core import _resolve
     check = _check(m, name)
     sol, bad = _resolve(check.solution), []
@@ -138,7 +140,7 @@ def test_a_right_answer_spoiled_at_the_end_is_diagnosed(m, name, one_thread):
         except CheckError: continue
         except Exception as e: bad.append(f"{label}: the check crashed with {type(e).__name__}: {str(e)[:200]}")
         else:
-            if refuse and seen.get('tensor'): bad.append(f"{label}: accepted")
+            if refuse and seen.get('changed'): bad.append(f"{label}: accepted")
     assert not bad, f"{name} ({m}):\n  " + "\n  ".join(bad)
 
 @pytest.mark.parametrize('m,name', CHECKS, ids=[f"{m}.{n}" for m, n in CHECKS])

@@ -66,7 +66,12 @@ def test_a_crash_in_the_checks_own_code_is_not_the_learners(monkeypatch):
     def check_buggy(fn):
         fn(1)
         return undefined_name   # noqa: F821 — the check's own bug
+    out = io.StringIO()                      # in a notebook the check's own crash is one line, never a stop of Run all
+    with contextlib.redirect_stdout(out): check_buggy(lambda x: x)
+    assert out.getvalue().count('\n') == 1 and "✗ check_buggy: the check could not read" in out.getvalue()
+    monkeypatch.setenv('TFS_CHECKS', 'raise')    # in the tests it keeps its traceback: the course's bug shows
     with pytest.raises(NameError): check_buggy(lambda x: x)
+    monkeypatch.delenv('TFS_CHECKS')
     def learner(x): return undefined_in_learner   # noqa: F821
     out = io.StringIO()
     with contextlib.redirect_stdout(out): check_buggy(learner)
