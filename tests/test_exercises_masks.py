@@ -406,3 +406,12 @@ def test_new_wrongs_round_two():
     assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_right_aligned, 'last valid_len keys')])
     assert_check(check_masked_softmax, lambda s, m=None: F.softmax(s, -1) if m is None else           # -inf fill repaired: valid
                  torch.nan_to_num(F.softmax(s.masked_fill(~m, float('-inf')), -1)))
+
+def cm_eye_cpu(t, device=None): return torch.ones(t, t, dtype=torch.bool, device=device).tril(-1) | torch.eye(t, dtype=torch.bool)
+def msm_half(s, m=None):                                   # computed in fp16, cast back
+    if m is None: return F.softmax(s, -1)
+    return F.softmax(s.half().masked_fill(~m, neg_fill(torch.float16)), -1).masked_fill(~m, 0).to(s.dtype)
+
+def test_new_wrongs_round_three():
+    assert_check(check_causal_mask, causal_mask, [(cm_eye_cpu, r'not made on `device`.*torch.eye')])
+    assert_check(check_masked_softmax, masked_softmax, [(msm_half, 'lower precision')])

@@ -182,3 +182,13 @@ def norm_twice(t, x): return t.norm(trunk_forward(t, x))
 
 def test_check_trunk_forward_round_two():
     assert_check(check_trunk_forward, trunk_forward, [(norm_twice, 'trunk.norm twice')])
+
+def embeddings_as_float(t, x):                             # .float() on the embeddings of a float64 trunk
+    m = t.pad_mask(x)
+    p = positions_from_pad(m) if m is not None else torch.arange(x.size(1), device=x.device)[None]
+    h = t.do(t.token_emb(x).float() + t.pos_emb(p).float())
+    for b in t.blocks: h = b(h, m)
+    return t.norm(h)
+
+def test_check_trunk_forward_round_three():
+    assert_check(check_trunk_forward, trunk_forward, [(embeddings_as_float, r'the trunk here is torch.float64: keep that dtype')])

@@ -252,3 +252,13 @@ def test_new_wrongs_round_two():
                                                   (sm_sigmoid, 'sigmoid')])
     assert_check(check_basic_self_attention, basic_self_attention, [(bsa_residual, 'residual'), (bsa_log_softmax, 'log_softmax'),
                                                                     (bsa_sqrt_t, '√t, the sequence length')])
+
+def rw_half(x): return (x.half() @ x.half().mT).to(x.dtype)
+def sm_half(w): return F.softmax(w.half(), -1).to(w.dtype)
+def bsa_bf16(x): return (F.softmax(x.bfloat16() @ x.bfloat16().mT, -1) @ x.bfloat16()).to(x.dtype)
+def bsa_sdpa_default(x): return F.scaled_dot_product_attention(x, x, x)
+
+def test_lower_precision_is_named():
+    assert_check(check_raw_weights, raw_weights, [(rw_half, 'lower precision')])
+    assert_check(check_row_softmax, row_softmax, [(sm_half, 'lower precision')])
+    assert_check(check_basic_self_attention, basic_self_attention, [(bsa_bf16, 'lower precision'), (bsa_sdpa_default, 'scale=1.0')])

@@ -163,5 +163,14 @@ def eval_at_the_end(model, opt, loss_func, x, y):
 
 def test_check_train_step_round_two():
     assert_check(check_train_step, train_step, [
-        (divided_again, 'batch-size times too small'), (rebuilt_from_item, 'rebuilt the loss from a Python number'),
+        (divided_again, 'batch-size times too small'), (rebuilt_from_item, r'you converted it.*torch.tensor\(loss.item\(\)\)'),
         (eval_at_the_end, 'switched the model to eval mode at the end')])
+
+def float_predictions(model, opt, loss_func, x, y):
+    model.train(); opt.zero_grad()
+    loss = loss_func(model(x).float(), y.float() if y.is_floating_point() else y)
+    loss.backward(); opt.step()
+    return loss.detach()
+
+def test_check_train_step_round_three():
+    assert_check(check_train_step, train_step, [(float_predictions, r'the loss is torch.float32, the model.s is torch.float64')])

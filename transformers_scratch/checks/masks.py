@@ -15,10 +15,16 @@ from ..masks import *
 # @title check_causal_mask
 def _causal_loop(t): return torch.tensor([[j <= i for j in range(t)] for i in range(t)], dtype=torch.bool).view(t, t)
 
+def _device_error(e, args):
+    "A hint for a tensor made on the CPU meeting one made on `device`"
+    if any(m in str(e) for m in ('expected device', 'same device', 'Cannot copy out of meta')):
+        return ("a tensor of yours is not made on `device` while another is: pass device=device to every tensor you create "
+                f"(torch.ones, torch.eye, torch.arange...) ({' '.join(str(e).split())[:80]})")
+
 @checker(solution='masks.causal_mask')
 def check_causal_mask(fn):
     "Check `fn(t, device=None)` against a double loop: a (t, t) bool mask, True where key `j <= ` query `i`"
-    run = Runs(fn)
+    run = Runs(fn, _device_error)
     for t in (4, 7, 1, 2, 12):
         ref, out = _causal_loop(t), run(t)
         what = f"causal_mask({t})"
@@ -181,6 +187,9 @@ def check_masked_softmax(fn):
                "you used the mask transposed: its rows are the queries (dim -2) and its columns the keys (dim -1), as the scores'")
         expect(s.size(0) == 1 or not same(out, _ref_weights(s, mask[:1])),
                "every batch element got the mask of the first one: use the whole mask, it broadcasts against the scores")
+        expect(not same(out, ref, atol=2e-2, rtol=2e-2) or same(out, ref), f"close, but off by up to "
+               f"{(out.double() - ref.double()).abs().max().item():.1e}: computed in a lower precision (half, bfloat16) and cast "
+               "back? Compute in the scores' dtype")
         expect(same(out[~full].sum(-1), torch.ones(int((~full).sum()), dtype=s.dtype)),
                "rows with allowed keys must sum to 1 (softmax over the last dim)")
         expect(same(out, ref), "the weights differ from a softmax over the allowed keys")

@@ -106,6 +106,9 @@ def _trunk_error(e, args):
     if "'_Scale' object has no attribute" in str(e):
         return ("call the trunk's dropout module itself, trunk.do(h): the check swaps it for a stand-in (a fixed scaling, "
                 "so that where it sits shows), which has no dropout rate to read")
+    if 'mixed dtype' in str(e) or 'scalar type' in str(e) or 'same dtype' in str(e):
+        return (f"the trunk here is {next(trunk.parameters()).dtype}: keep that dtype all through (no .float() or "
+                f"torch.float32 tensors of your own) ({' '.join(str(e).split())[:80]})")
     if trunk.pad_idx is None and 'NoneType' in str(e):
         return ("trunk.pad_idx is None here (a model without padding): trunk.pad_mask(x) is then None, the blocks get "
                 "no mask and the positions are simply 0..t-1")
