@@ -58,7 +58,7 @@ def test_raw_weights():
         (lambda x: torch.bmm(x, x), 'raised RuntimeError'),                             # forgot the transpose
         # issue 11's families
         (rw_range2, RANGE), (rw_squeeze, SQUEEZE), (rw_reshape5, HARD), (rw_float, DTYPE), (rw_buffer, DTYPE),
-        (rw_buffer_cpu, DEVICE), (rw_out_cpu, DEVICE), (rw_numpy, r'raised TypeError.*BFloat16'), (rw_center, INPLACE), (rw_row0, FIRST),
+        (rw_buffer_cpu, DEVICE), (rw_out_cpu, r'out= tensor'), (rw_numpy, r'raised TypeError.*BFloat16'), (rw_center, INPLACE), (rw_row0, FIRST),
         (rw_sqrt3, r'scaled by √e'), (rw_by_e, r'scaled by e'),
     ])
     assert_check(check_raw_weights, lambda x: torch.einsum('bie,bje->bij', x, x))     # any correct form passes
@@ -262,3 +262,18 @@ def test_lower_precision_is_named():
     assert_check(check_raw_weights, raw_weights, [(rw_half, 'lower precision')])
     assert_check(check_row_softmax, row_softmax, [(sm_half, 'lower precision')])
     assert_check(check_basic_self_attention, basic_self_attention, [(bsa_bf16, 'lower precision'), (bsa_sdpa_default, 'scale=1.0')])
+
+def rw_lists(x): return torch.tensor([[[float(a @ b) for b in s] for a in s] for s in x], dtype=x.dtype)   # Python numbers
+def sm_no_grad(w):
+    with torch.no_grad(): return F.softmax(w, -1)
+def bsa_item_loop(x):                                      # weights read out as Python floats
+    out = torch.zeros_like(x)
+    for b in range(x.size(0)):
+        w = F.softmax(x[b] @ x[b].T, -1).tolist()
+        out[b] = torch.tensor(w, dtype=x.dtype) @ x[b]
+    return out
+
+def test_gradient_cut_through_python_is_caught():
+    assert_check(check_raw_weights, raw_weights, [(rw_lists, 'no gradient back to the input')])
+    assert_check(check_row_softmax, row_softmax, [(sm_no_grad, 'no gradient back to the input')])
+    assert_check(check_basic_self_attention, basic_self_attention, [(bsa_item_loop, r"no gradient back to the input|stay on the inputs' device")])

@@ -27,6 +27,19 @@ def _otherwise(out, ref, hint):
                 "Compute in the inputs' dtype throughout")
     return hint
 
+def _expect_grad(run, x):
+    "The result must carry a gradient back to `x`: attention is trained through it"
+    def _out_error(e, args):
+        if "out=... arguments don't support automatic differentiation" in str(e):
+            return ("you wrote the result into an out= tensor: such results carry no gradient, so attention could not be trained "
+                    "through them (and a preallocated tensor must be made on the inputs' device) — return the product itself")
+    run.on_error, was = _out_error, run.on_error
+    try: out = run(x.requires_grad_())
+    finally: run.on_error = was
+    expect(isinstance(out, torch.Tensor) and out.requires_grad, "your result carries no gradient back to the input: computed "
+           "through Python numbers, lists or numpy (float(), .item(), .tolist(), torch.tensor(...)) or under torch.no_grad()? "
+           "Use tensor operations only (they also stay on the input's device)")
+
 @checker(solution='selfattention.raw_weights')
 def check_raw_weights(fn):
     "Check `fn(x)`: (b, t, e) -> (b, t, t), the dot products x_i . x_j of each sequence"
@@ -52,6 +65,7 @@ def check_raw_weights(fn):
     out = run(x)
     run.like(out, x @ x.transpose(1, 2))
     expect(same(out, _slow_raw_weights(x.double()), atol=0.1, rtol=0.02), "wrong values for bfloat16 input")
+    _expect_grad(run, rand(2, 3, 4, seed=12))
     on_device(fn, rand(2, 3, 4))
 
 # %% ../../nbs/01_selfattention.ipynb #5e402c68
@@ -104,6 +118,7 @@ def check_row_softmax(fn):
     out = run(raw)
     run.like(out, raw)
     expect(same(out, _slow_softmax(raw.double()), atol=1e-2), "wrong values for bfloat16 scores")
+    _expect_grad(run, rand(2, 3, 3, seed=12))
     on_device(fn, rand(2, 3, 3))
 
 # %% ../../nbs/01_selfattention.ipynb #fc077e4a
@@ -154,6 +169,7 @@ def _check_self_attention(fn):
     out = run(x)
     run.like(out, x)
     expect(same(out, _slow_self_attention(x.double()), atol=0.05, rtol=0.05), "wrong values for bfloat16 input")
+    _expect_grad(run, rand(2, 3, 4, seed=12))
     on_device(fn, rand(2, 3, 4))
 
 @checker(solution='selfattention.basic_self_attention')
