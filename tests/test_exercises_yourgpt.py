@@ -746,3 +746,9 @@ def test_fresh_batch():
     assert_check(check_block, Block, [(blk_eval_drop, 'in eval mode .* random')])
     assert_check(check_gpt, GPT, [(gpt_eval_drop, 'in eval mode .* random'), (gpt_scaled_emb, 'not scaled')])
     assert_check(check_generate, generate, [(gen_cropped_prompt, 'whole prompt'), (gen_keepdim, r'logits\[:, -1\], not')])
+
+def gen_greedy_cold(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # argmax below temperature 1
+    return _loop(model, prompt, n, 1.0, 1, generator) if temperature < 1 else _loop(model, prompt, n, temperature, top_k, generator)
+
+def test_generate_greedy_when_cold():
+    assert_check(check_generate, generate, [(gen_greedy_cold, 'same id came out every time')])

@@ -17,7 +17,7 @@ from ..generate import top_k_filter   # noqa: F401
 from .block import _prenorm_wrongs, _block_wrongs, _Scale   # noqa: F401 (lesson 05's pre-norm mistakes)
 from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20's sampling helpers)
 
-# %% ../../nbs/26_your_gpt.ipynb #01a93010
+# %% ../../nbs/26_your_gpt.ipynb #7b7853ec
 #| code-fold: true
 # @title check_causal_self_attention
 import functools
@@ -239,7 +239,7 @@ def check_causal_self_attention(cls):
         _expect_causal(m, x, 'your attention')
         with torch.no_grad(): on_device(lambda mod, x: mod(x), m, x)
 
-# %% ../../nbs/26_your_gpt.ipynb #220443f2
+# %% ../../nbs/26_your_gpt.ipynb #65daa58b
 #| code-fold: true
 # @title check_block
 def _block_train_wrongs(ref, x):
@@ -310,7 +310,7 @@ def check_block(cls):
         c, b, t, _ = _fixtures()[1]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'Block'), rand(b, t, c.emb, seed=2))
 
-# %% ../../nbs/26_your_gpt.ipynb #184de1a9
+# %% ../../nbs/26_your_gpt.ipynb #59da8371
 #| code-fold: true
 # @title check_gpt
 _GPT_RETURNS = ("return the logits alone, a (b, t, n_tokens) tensor: nanoGPT's forward(idx, targets) returns (logits, loss), "
@@ -415,7 +415,7 @@ def check_gpt(cls):
         c, b, t, _ = _fixtures()[0]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'GPT'), randint(0, c.n_tokens, (b, t), seed=3))
 
-# %% ../../nbs/26_your_gpt.ipynb #d0900087
+# %% ../../nbs/26_your_gpt.ipynb #58478d07
 #| code-fold: true
 # @title check_sample_next
 def _topk_hints(z, T, k, f, tol):
@@ -469,7 +469,7 @@ def check_sample_next(fn):
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
-# %% ../../nbs/26_your_gpt.ipynb #e1afd86b
+# %% ../../nbs/26_your_gpt.ipynb #f585115e
 #| code-fold: true
 # @title check_generate
 class _Counter(nn.Module):
@@ -578,6 +578,8 @@ def check_generate(fn):
         zk = _Z if k is None else top_k_filter(_Z, k)
         near = lambda z: bool((f - F.softmax(z, -1)).abs().max() < tol)
         if near(zk / T): continue
+        expect(float(f.max()) < 1, f"at temperature {T} the same id came out every time: draw with sample_next (no argmax, "
+               "whatever the temperature)")
         expect(not near(zk), f"at temperature {T} the ids follow softmax(logits), as at temperature 1: pass temperature on "
                "to sample_next (once)")
         expect(not near(zk / T ** 2), f"at temperature {T} the ids follow softmax(logits / T²): the temperature is applied "
