@@ -101,3 +101,21 @@ WRONGS = [(stub, 'not solved'), (first_line, r'JSONDecodeError.*last line that i
           (unguarded, 'catch json.JSONDecodeError'), (brace_check, 'catch json.JSONDecodeError')]
 
 def test_wrong_answers_are_named(): assert_check(check_tfs_result, tfs_result, WRONGS)
+
+# --- the learner's answer carries the lesson on ------------------------------------------------------------------------
+ANSWER = '''
+def my_tfs_result(stdout):
+    CALLS['tfs_result'] = CALLS.get('tfs_result', 0) + 1
+    for line in reversed(stdout.splitlines()):
+        if line.strip():
+            try: res = json.loads(line)
+            except ValueError: return None
+            return res if isinstance(res, dict) else None
+    return None
+'''
+
+def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
+    "The learner's edition with the exercise answered: once the check passes, `tfs handout`'s results are read with it"
+    from learner_run import run_answered
+    seen = run_answered(tmp_path, '90_cli.ipynb', {'my_tfs_result': ANSWER})
+    assert seen['end']['tfs_result'] > seen['after check']['tfs_result'], seen

@@ -95,3 +95,19 @@ WRONGS = [(stub, 'not solved'), (text_mode, r"not UTF-8|read as text"), (text_la
           (truncated, 'returned 32 characters.*has 64'), (base64_digest, 'digest in base64'), (as_int, 'got int'), (text_no_newline_translation, 'not UTF-8 text')]
 
 def test_wrong_answers_are_named(): assert_check(check_file_sha256, file_sha256, WRONGS)
+
+# --- the learner's answer carries the lesson on ------------------------------------------------------------------------
+ANSWER = '''
+def my_file_sha256(path):
+    CALLS['file_sha256'] = CALLS.get('file_sha256', 0) + 1
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 15), b''): h.update(chunk)
+    return h.hexdigest()
+'''
+
+def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
+    "The learner's edition with the exercise answered: once the check passes, the lesson checks tiny Shakespeare with it"
+    from learner_run import run_answered
+    seen = run_answered(tmp_path, '10_data.ipynb', {'my_file_sha256': ANSWER})
+    assert seen['end']['file_sha256'] > seen['after check']['file_sha256'], seen

@@ -174,3 +174,26 @@ WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same mask
           (python_random, "or Python's\\) global"), (fresh_generator_per_epoch, 'made once, not from')]
 
 def test_wrong_answers_are_named(): assert_check(check_masked_lm_loader, MaskedLMDataLoader, WRONGS)
+
+# --- the learner's answer carries the lesson on ------------------------------------------------------------------------
+ANSWER = '''
+class my_MaskedLMDataLoader(DataLoader):
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        CALLS['loaders'] = CALLS.get('loaders', 0) + 1
+        self.args, self.fixed = (mask_idx, n_tokens, 1, tuple(special_ids), p), fixed
+        self.g = torch.Generator().manual_seed(seed)
+        items = list(torch.stack(mask_tokens(windows, *self.args, self.g), 1)) if fixed else list(windows)
+        super().__init__(items, **kw)
+        self.rng = random.Random(seed)
+    def create_batch(self, b):
+        CALLS['batches'] = CALLS.get('batches', 0) + 1
+        x = torch.stack(b)
+        inp, tgt = (x[:, 0], x[:, 1]) if self.fixed else mask_tokens(x, *self.args, self.g)
+        return inp, tgt != -100, tgt
+'''
+
+def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
+    "The learner's edition with the exercise answered: once the check passes, `mlm_dls`, the learner and `run_pretrain` use it"
+    from learner_run import run_answered
+    seen = run_answered(tmp_path, '41_pretrain.ipynb', {'my_MaskedLMDataLoader': ANSWER})
+    for k in ('loaders', 'batches'): assert seen['end'][k] > seen['after check'][k], seen
