@@ -752,3 +752,29 @@ def gen_greedy_cold(model, prompt, n, temperature=1.0, top_k=None, generator=Non
 
 def test_generate_greedy_when_cold():
     assert_check(check_generate, generate, [(gen_greedy_cold, 'same id came out every time')])
+
+class att_own_dropout(att_einsum):                                # valid: dropout written by hand, on the weights
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(
+            torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float('-inf')).softmax(-1)
+        if self.training and self.dropout > 0: w = w * (torch.rand_like(w) >= self.dropout) / (1 - self.dropout)
+        return self.merge(w @ v)
+class att_own_dropout_out(att_sdpa):                              # dropout written by hand, on the output
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        o = self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        return o * (torch.rand_like(o) >= self.dropout) / (1 - self.dropout) if self.training else o
+class gpt_own_dropout(GPT):                                       # valid: the embeddings' dropout by hand
+    def forward(self, x):
+        tr, p = self.trunk, self.config.dropout
+        h = tr.token_emb(x) + tr.pos_emb(_pos(x))
+        if self.training: h = h * torch.bernoulli(torch.full_like(h, 1 - p)) / (1 - p)
+        for blk in tr.blocks: h = blk(h)
+        return self.toprobs(tr.norm(h))
+
+def test_dropout_written_by_hand():
+    "A dropout of one's own draws other masks: judged by the statistics of 200 draws"
+    assert_check(check_causal_self_attention, att_own_dropout, [(att_own_dropout_out, 'training mode')])
+    assert_check(check_gpt, gpt_own_dropout)
