@@ -778,3 +778,13 @@ def test_dropout_written_by_hand():
     "A dropout of one's own draws other masks: judged by the statistics of 200 draws"
     assert_check(check_causal_self_attention, att_own_dropout, [(att_own_dropout_out, 'training mode')])
     assert_check(check_gpt, gpt_own_dropout)
+
+class gpt_drop_each_block(GPT):                                   # the trunk's do after every block too
+    def forward(self, x):
+        tr = self.trunk
+        h = tr.do(tr.token_emb(x) + tr.pos_emb(_pos(x)))
+        for blk in tr.blocks: h = tr.do(blk(h))
+        return self.toprobs(tr.norm(h))
+
+def test_gpt_dropout_after_each_block():
+    assert_check(check_gpt, GPT, [(gpt_drop_each_block, 'after every block')])

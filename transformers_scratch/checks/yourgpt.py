@@ -17,7 +17,7 @@ from ..generate import top_k_filter   # noqa: F401
 from .block import _prenorm_wrongs, _block_wrongs, _Scale   # noqa: F401 (lesson 05's pre-norm mistakes)
 from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20's sampling helpers)
 
-# %% ../../nbs/26_your_gpt.ipynb #cb845d45
+# %% ../../nbs/26_your_gpt.ipynb #32c1174f
 #| code-fold: true
 # @title check_causal_self_attention
 import functools
@@ -253,7 +253,7 @@ def check_causal_self_attention(cls):
         _expect_causal(m, x, 'your attention')
         with torch.no_grad(): on_device(lambda mod, x: mod(x), m, x)
 
-# %% ../../nbs/26_your_gpt.ipynb #bf50c34c
+# %% ../../nbs/26_your_gpt.ipynb #e49d0c39
 #| code-fold: true
 # @title check_block
 def _block_train_wrongs(ref, x):
@@ -324,7 +324,7 @@ def check_block(cls):
         c, b, t, _ = _fixtures()[1]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'Block'), rand(b, t, c.emb, seed=2))
 
-# %% ../../nbs/26_your_gpt.ipynb #aee6f001
+# %% ../../nbs/26_your_gpt.ipynb #91deb519
 #| code-fold: true
 # @title check_gpt
 _GPT_RETURNS = ("return the logits alone, a (b, t, n_tokens) tensor: nanoGPT's forward(idx, targets) returns (logits, loss), "
@@ -358,8 +358,8 @@ def _gpt_train_wrongs(ref, x):
     T, D = ref.trunk, ref.trunk.do
     d = lambda y: F.dropout(y, D.p)
     tok, pos = T.token_emb(x), T.pos_emb(torch.arange(x.size(1)))
-    def run(h, last=lambda y: y):
-        for blk in T.blocks: h = blk(h)
+    def run(h, last=lambda y: y, each=lambda y: y):
+        for blk in T.blocks: h = each(blk(h))
         return ref.toprobs(last(T.norm(h)))
     return [(lambda: run(tok + pos), "in training mode the embeddings are not dropped: h = do(token_emb(x) + pos_emb(positions))"),
             (lambda: run(D(tok) + pos), "dropout goes on the sum of the token and position embeddings, not on the token "
@@ -367,7 +367,9 @@ def _gpt_train_wrongs(ref, x):
             (lambda: run(D(tok) + D(pos)), "dropout goes once, on the sum of the token and position embeddings"),
             (lambda: run(D(D(tok + pos))), "the embeddings are dropped twice: do once, on their sum"),
             (lambda: run(tok + pos, D), "dropout falls after the final norm: it falls on the embeddings (their sum), before the blocks"),
-            (lambda: run(D(tok + pos), d), "dropout falls after the final norm too: only on the embeddings' sum, before the blocks")]
+            (lambda: run(D(tok + pos), d), "dropout falls after the final norm too: only on the embeddings' sum, before the blocks"),
+            (lambda: run(D(tok + pos), each=d), "dropout falls after every block too: the blocks drop inside (do and ff); "
+             "the trunk's do drops the embeddings' sum only")]
 
 def _gpt_run(m, x, c, what='your GPT'):
     "`m(x)` through `Runs`, with hints for a crash on a window shorter than `seq_len` and for a wrong shape"
@@ -429,7 +431,7 @@ def check_gpt(cls):
         c, b, t, _ = _fixtures()[0]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'GPT'), randint(0, c.n_tokens, (b, t), seed=3))
 
-# %% ../../nbs/26_your_gpt.ipynb #0ecb29d3
+# %% ../../nbs/26_your_gpt.ipynb #be3209f9
 #| code-fold: true
 # @title check_sample_next
 def _topk_hints(z, T, k, f, tol):
@@ -483,7 +485,7 @@ def check_sample_next(fn):
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
-# %% ../../nbs/26_your_gpt.ipynb #8da8953b
+# %% ../../nbs/26_your_gpt.ipynb #eab92eee
 #| code-fold: true
 # @title check_generate
 class _Counter(nn.Module):
