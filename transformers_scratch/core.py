@@ -84,6 +84,21 @@ def _signature_error(e, fn, codes):
     return (f"'{type(fn).__name__}' object is not callable" in msg or
             any(f"{getattr(c, 'co_qualname', c.co_name)}()" in msg for c in codes))
 
+def _left_changed(state):
+    "Restore torch's global switches to `state` (grad mode, default dtype); a hint if the answer left one changed, else None"
+    grad, dtype = state
+    hint = None
+    if torch.get_default_dtype() != dtype:
+        hint = (f"your code changed torch's default dtype to {torch.get_default_dtype()} for everything after it "
+                "(torch.set_default_dtype): give the dtype to the tensors you make (dtype=x.dtype) instead")
+        torch.set_default_dtype(dtype)
+    if torch.is_grad_enabled() != grad:
+        hint = (f"your code switched gradients {'off' if grad else 'on'} for everything after it and left them so "
+                "(torch.set_grad_enabled / torch.no_grad() called as a function): use `with torch.no_grad():`, which "
+                "restores them when the block ends")
+        torch.set_grad_enabled(grad)
+    return hint
+
 def _resolve(solution):
     "The library's version of an exercise: `solution` itself, or the object `'module.name'` names in the package"
     if solution is None or not isinstance(solution, str): return solution
@@ -98,6 +113,7 @@ def checker(f=None, solution=None):
     @functools.wraps(f)
     def _inner(fn, *args, **kwargs):
         name = f.__name__
+        state = torch.is_grad_enabled(), torch.get_default_dtype()   # global switches an answer must leave as found
         try: f(fn, *args, **kwargs); verdict, hint = 'passed', None
         except TODO: verdict, hint = 'unsolved', 'not solved yet'
         except CheckError as e: verdict, hint = 'failed', str(e)
@@ -111,6 +127,8 @@ def checker(f=None, solution=None):
                 verdict, hint = 'failed', (f"the check could not read what your code returned ({type(e).__name__}: "
                                            f"{' '.join(str(e).split())[:120]}): compare it with what the docstring asks for")
             else: verdict, hint = 'failed', f"your code raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        left = _left_changed(state)
+        if left and verdict == 'passed': verdict, hint = 'failed', left
         hint = ' '.join(str(hint).split()) if hint else hint   # one line, whatever a message held
         lib = _resolve(solution)
         if fn is not lib or verdict != 'passed': _status[name] = verdict   # the library's own version counts for nobody
