@@ -238,17 +238,19 @@ def describe(args, kwargs=None):
         return r if len(r) <= 60 else r[:57] + '...'
     return ', '.join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in (kwargs or {}).items()])
 
-# %% ../nbs/00_core.ipynb #2809248d
-def _what_differs(ok, bad):
-    "What differs between the arguments `ok` a learner's code ran on and `bad` it crashed on, as a hint"
+# %% ../nbs/00_core.ipynb #5824aec8
+def _what_differs(ok, bad, e=None):
+    "What differs between the arguments `ok` a learner's code ran on and `bad` it crashed on (with exception `e`), as a hint"
     ts = [(a, b) for a, b in zip(ok, bad) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)]
+    dtype_error = any(w in str(e) for w in ('dtype', 'Half', 'Double', 'Float', 'BFloat16', 'scalar type', 'c10::'))
     for a, b in ts:
         if a.dim() != b.dim(): return (f"this input has {b.dim()} dims where the other had {a.dim()}: count dims from the end "
                                        "(dim=-1, x.size(-1), x.transpose(-2, -1)) and don't unpack a fixed number of sizes")
     for a, b in ts:
-        if a.dtype != b.dtype: return f"this input is {str(b.dtype).replace('torch.', '')}: make new tensors with dtype=x.dtype, not float32"
+        if a.dtype != b.dtype and (dtype_error or all(x.shape == y.shape for x, y in ts)):
+            return f"this input is {str(b.dtype).replace('torch.', '')}: make new tensors with dtype=x.dtype, not float32"
     for a, b in ts:
-        if a.shape != b.shape: return "only the sizes differ: a size hard-coded instead of taken from the inputs (x.size(-1), x.shape)?"
+        if a.shape != b.shape: return "the sizes differ: a size hard-coded instead of taken from the inputs (x.size(-1), x.shape)?"
     sa, sb = [a for a in ok if not isinstance(a, torch.Tensor)], [b for b in bad if not isinstance(b, torch.Tensor)]
     try: differ = sa != sb
     except Exception: differ = True
@@ -268,7 +270,7 @@ class Runs:
             hint = self.on_error(e, args) if self.on_error else None
             if hint: raise CheckError(hint) from None
             msg = f"your code raised {type(e).__name__} on ({d}): {str(e).splitlines()[0][:150]}"
-            if self.ok: msg += f" — it ran on ({self.ok[0]}): {_what_differs(self.ok_args[0], args)}"
+            if self.ok: msg += f" — it ran on ({self.ok[0]}): {_what_differs(self.ok_args[0], args, e)}"
             if isinstance(e, IndexError): msg += " (a loop or an index over a fixed range? take sizes from the inputs)"
             elif 'invalid for input of size' in str(e): msg += " (a view or reshape to a hard-coded size? take sizes from the inputs)"
             raise CheckError(msg) from None
