@@ -157,6 +157,16 @@ class python_random(_L):                        # Python's global random module 
         u = torch.tensor([random.random() for _ in range(x.numel())]).view(x.shape)
         g = torch.Generator().manual_seed(int(u[0, 0] * 1e6))
         return mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p, g)
+class no_kept(_L):                              # 80% mask, 20% random, none kept
+    def mask(self, x):
+        inp, tgt = super().mask(x)
+        kept = (tgt != -100) & (inp == x)
+        return torch.where(kept, torch.randint(7, self.n_tokens, x.shape, generator=self.g), inp), tgt
+class mask_70(_L):                              # 70% mask, 15% random, 15% kept
+    def mask(self, x):
+        inp, tgt = super().mask(x)
+        back = (inp == self.mask_idx) & (torch.rand(x.shape, generator=self.g) < 0.125)
+        return torch.where(back, x, inp), tgt
 class fresh_generator_per_epoch(_L):            # a new, unseeded generator each epoch
     def before_iter(self): super().before_iter(); self.g = torch.Generator(); self.g.seed()
 
@@ -170,8 +180,9 @@ WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same mask
           (windows_in_place, 'changed the windows'), (a_function, 'should build a fastai DataLoader'),
           (torch_dataloader, 'should build a fastai DataLoader'),
           (targets_zero, 'should be -100 where nothing was selected'), (order_swapped, r'\(inputs, where, targets\) in that order'),
-          (global_seeded, "not from torch's \(or Python's\) global"), (bs_fixed, 'gave 4 batches'), (where_changed, 'not inputs != windows'),
-          (python_random, "or Python's\\) global"), (fresh_generator_per_epoch, 'made once, not from')]
+          (global_seeded, "not from torch's \(or Python's\) global"), (bs_fixed, 'gave 8 batches of 128 windows'), (where_changed, 'not inputs != windows'),
+          (python_random, "or Python's\\) global"), (fresh_generator_per_epoch, 'made once, not from'),
+          (no_kept, '10% of the selected positions should keep'), (mask_70, '80% of the selected positions should hold the mask id')]
 
 def test_wrong_answers_are_named(): assert_check(check_masked_lm_loader, MaskedLMDataLoader, WRONGS)
 
