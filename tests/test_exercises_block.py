@@ -330,8 +330,10 @@ def ln_addcmul(x, w, b, eps=1e-5):                      # the affine step in one
     mu = x.mean(-1, keepdim=True)
     return torch.addcmul(b, (x - mu) / (x - mu).square().mean(-1, keepdim=True).add(eps).sqrt(), w)
 
+def ln_global(x, w, b, eps=1e-5): return (x - x.mean()) / torch.sqrt(x.var(correction=0) + eps) * w + b   # no dim given
+
 def test_check_layer_norm_issue31():
-    assert_check(check_layer_norm, layer_norm, [
+    assert_check(check_layer_norm, layer_norm, [(ln_global, 'whole tensor'),
         (ln_one_pass, r'cancellation'), (ln_clamp_var, r'clamped the variance'), (ln_clamp_std, r'clamped the standard deviation')])
     for ok in (ln_var_mean, ln_upcast, ln_addcmul): assert_check(check_layer_norm, ok)
 

@@ -214,7 +214,8 @@ def rms_rsqrt_upcast(x, w, eps=1e-5): return (x.double() * torch.rsqrt(_ms(x.dou
 def rms_norm_fn(x, w, eps=1e-5): return x / (torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.size(-1) + eps).sqrt() * w
 
 def test_check_rms_norm_issue31():
-    assert_check(check_rms_norm, rms_norm, [(rms_clamp, 'clamped the mean square'), (rms_clamp_root, 'clamped the root mean square')])
+    assert_check(check_rms_norm, rms_norm, [(lambda x, w, eps=1e-5: x / torch.sqrt(x.pow(2).mean() + eps) * w, 'whole tensor'),
+                                            (rms_clamp, 'clamped the mean square'), (rms_clamp_root, 'clamped the root mean square')])
     for ok in (rms_rsqrt_upcast, rms_norm_fn): assert_check(check_rms_norm, ok)
 
 class glu_drop_hidden(glu_ok):                                   # dropout on the hidden product

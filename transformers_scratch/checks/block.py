@@ -70,6 +70,8 @@ def check_layer_norm(fn):
         expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: weight (γ) scales, bias (β) shifts")
         expect(not same(out, F.layer_norm(x, (e,), w, None, eps)), "add bias (β) after scaling")
         expect(not same(out, F.layer_norm(x, (e,), None, bias, eps)), "multiply by weight (γ) before adding the bias")
+        expect(not same(out, (x - x.mean()) / torch.sqrt(x.var(correction=0) + eps) * w + bias, atol=1e-4), "you took the "
+               "mean and the variance over the whole tensor: each token over its own e features, the last dim (keepdim=True)")
         mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, correction=0)
         expect(not same(out, (x - mu) / torch.sqrt(var.clamp_min(eps)) * w + bias, atol=1e-4), "you clamped the variance "
                "at eps (max(var, eps)): LayerNorm adds eps to the variance, inside the square root")

@@ -143,6 +143,8 @@ def check_rms_norm(fn):
         run.like(out, x)
         ref = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e) * w
         if same(out, ref): continue
+        expect(not same(out, x / torch.sqrt(x.pow(2).mean() + e) * w), "you took the mean of the squares over the whole "
+               "tensor: each token over its own e features, the last dim (keepdim=True)")
         ms = x.pow(2).mean(-1, keepdim=True)
         bare = x / ms.sqrt() * w                                          # no eps at all: diagnosed below
         expect(same(bare, x / torch.sqrt(ms.clamp_min(e)) * w) or not same(out, x / torch.sqrt(ms.clamp_min(e)) * w), "you clamped the mean square at eps (max(mean(x²), eps)): "
