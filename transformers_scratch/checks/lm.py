@@ -11,7 +11,7 @@ from ..core import *
 from ..lm import *
 from ..masks import neg_fill   # noqa: F401 (as above)
 
-# %% ../../nbs/21_lm.ipynb #eb26b611
+# %% ../../nbs/21_lm.ipynb #9cc4c01d
 #| code-fold: true
 # @title check_causal_scores
 def _slow_future(tq, tk):
