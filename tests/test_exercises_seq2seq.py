@@ -818,3 +818,59 @@ def gd_without_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):        # feeds the t
 
 def test_greedy_decode_without_bos():
     assert_check(check_greedy_decode, greedy_decode, [(gd_without_bos, 'empty target')])
+
+# --- issue 31, second audit: results built on the CPU from Python values, gradients left off, norms paired wrongly ---
+
+def vl_list(x, pad_idx=1):      return torch.tensor([int((r != pad_idx).sum()) for r in x])        # the audit's answer
+def vl_items(x, pad_idx=1):     return torch.LongTensor([(r != pad_idx).sum().item() for r in x])
+def vl_numpy(x, pad_idx=1):     return torch.from_numpy((x != pad_idx).sum(1).numpy())
+def vl_zeros_loop(x, pad_idx=1):                                   # a CPU tensor filled row by row
+    out = torch.zeros(x.size(0), dtype=torch.long)
+    for i in range(x.size(0)): out[i] = (x[i] != pad_idx).sum()
+    return out
+def vl_list_dev(x, pad_idx=1):  return torch.tensor([int((r != pad_idx).sum()) for r in x], device=x.device)
+def vl_list_to(x, pad_idx=1):   return torch.tensor([int((r != pad_idx).sum()) for r in x]).to(x.device)
+def vl_new_tensor(x, pad_idx=1): return x.new_tensor([int((r != pad_idx).sum()) for r in x])
+def vl_stack(x, pad_idx=1):     return torch.stack([(r != pad_idx).sum() for r in x])
+
+def test_check_valid_lens_made_on_cpu():
+    for fn in (vl_list_dev, vl_list_to, vl_new_tensor, vl_stack):      # through Python values, but put on x's device
+        assert_check(check_valid_lens, fn)
+    assert_check(check_valid_lens, valid_lens, [(fn, 'made on the CPU|device') for fn in (vl_list, vl_items, vl_numpy, vl_zeros_loop)])
+
+def gd_grad_off(m, s, max_len=50, bos_idx=2, eos_idx=3):          # torch.set_grad_enabled(False) never switched back
+    torch.set_grad_enabled(False)
+    return greedy_decode(m, s, max_len, bos_idx, eos_idx)
+def gd_list_no_device(m, s, max_len=50, bos_idx=2, eos_idx=3):    # ids kept in a list, the result made on the CPU
+    was = m.training; m.eval(); ys = [bos_idx]
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = m(s[None], torch.tensor([ys], device=s.device))[0, -1].argmax().item()
+            if nxt == eos_idx: break
+            ys.append(nxt)
+    m.train(was)
+    return torch.tensor(ys[1:], dtype=torch.long)
+
+def test_check_greedy_decode_global_state_and_cpu():
+    assert_check(check_greedy_decode, greedy_decode, [(gd_grad_off, 'switched gradients off'),
+                                                      (gd_list_no_device, 'made on the CPU')])
+    assert torch.is_grad_enabled()
+
+def _db_norms(blk, x, m, pad, mpad, cache, norms):                 # the block with its norms paired to other sublayers
+    n = [(blk.norm1, blk.norm2, blk.norm3)[i] for i in norms]
+    if blk.prenorm:
+        h = x + blk.do(blk.attention(n[0](x), pad, cache))
+        h = h + blk.do(blk.cross_attention(n[1](h), mpad, cache, kv=m))
+        return h + blk.ff(n[2](h))
+    h = n[0](x + blk.do(blk.attention(x, pad, cache)))
+    h = n[1](h + blk.do(blk.cross_attention(h, mpad, cache, kv=m)))
+    return n[2](h + blk.ff(h))
+def db_norm23(blk, x, m, pad=None, mpad=None, cache=None):    return _db_norms(blk, x, m, pad, mpad, cache, (0, 2, 1))
+def db_norm_cycle(blk, x, m, pad=None, mpad=None, cache=None): return _db_norms(blk, x, m, pad, mpad, cache, (1, 2, 0))
+def db_norm2_twice(blk, x, m, pad=None, mpad=None, cache=None): return _db_norms(blk, x, m, pad, mpad, cache, (0, 1, 1))
+def db_norm1_twice(blk, x, m, pad=None, mpad=None, cache=None): return _db_norms(blk, x, m, pad, mpad, cache, (0, 0, 2))
+
+def test_check_decoder_block_norms_paired():
+    assert_check(check_decoder_block, decoder_block, [
+        (db_norm23, 'paired norm3 with the cross-attention, norm2 with the MLP'), (db_norm_cycle, 'norms are swapped'),
+        (db_norm2_twice, 'norm2 is used twice.*norm3 never'), (db_norm1_twice, 'norm1 is used twice.*norm2 never')])

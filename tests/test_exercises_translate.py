@@ -104,3 +104,32 @@ def test_check_tokenize_new_mistakes():
         (tok_letters_only, 'digits and underscores'), (tok_keep_apostrophe, 'apostrophe or a hyphen'),
         (tok_whole_text, 'first piece of the whole text'), (tok_words_marked_only, 'punctuation mark glued'),
         (tok_strip_marks, "token \\d+ is")])
+
+# --- issue 31, second audit: ## decided from a token's first occurrence, not from its own place --------------------
+def tok_first_index(text):               # the audit's answer: text.index finds the FIRST occurrence of each token
+    out = []
+    for p in re.findall(PIECE, text):
+        j = text.index(p); out.append('##' + p if j > 0 and not text[j - 1].isspace() else p)
+    return out
+def tok_memo(text):                      # a token's mark remembered from the first time it was seen
+    seen, out = {}, []
+    for w in text.split():
+        for i, p in enumerate(re.findall(PIECE, w)):
+            seen.setdefault(p, i > 0); out.append('##' + p if seen[p] else p)
+    return out
+def tok_free_anywhere(text):             # glued unless the token occurs somewhere after a space
+    padded = ' ' + text
+    return ['##' + p if i > 0 and (' ' + p) not in padded else p
+            for w in text.split() for i, p in enumerate(re.findall(PIECE, w))]
+def tok_find_from(text):                 # valid: str.find from the end of the previous piece
+    out, pos = [], 0
+    for p in re.findall(PIECE, text):
+        j = text.find(p, pos); pos = j + len(p)
+        out.append('##' + p if j > 0 and not text[j - 1].isspace() else p)
+    return out
+
+def test_check_tokenize_repeated_tokens():
+    assert_check(check_tokenize, tok_find_from)
+    assert_check(check_tokenize, tokenize, [
+        (tok_first_index, 'where it first occurs'), (tok_memo, 'where it first occurs|token \\d+ is'),
+        (tok_free_anywhere, 'occurs more than once|where it first occurs')])

@@ -9,7 +9,7 @@ __all__ = ['LANGS', 'SPLITS', 'SPECIALS', 'UNK', 'PAD', 'BOS', 'EOS', 'QUICK', '
            'save_translator', 'load_translator', 'translation_attention', 'plot_attention', 'translate_config',
            'run_translate']
 
-# %% ../nbs/31_translate.ipynb #e2c65648
+# %% ../nbs/31_translate.ipynb #98a205d7
 import re, time, collections
 from dataclasses import asdict, fields
 from functools import partial
@@ -30,7 +30,7 @@ from .data import multi30k_pairs
 from .models import attention_maps
 from .seq2seq import Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch, _count
 
-# %% ../nbs/31_translate.ipynb #0291d62f
+# %% ../nbs/31_translate.ipynb #ae454997
 LANGS = ('en', 'de', 'fr')
 SPLITS = ('train', 'val', 'test_2016_flickr')
 
@@ -47,7 +47,7 @@ def multi30k(src='de', tgt='en', splits=SPLITS):
         if s not in SPLITS: raise ValueError(f"splits: unknown split {s!r}; expected some of {SPLITS}")
     return {s: multi30k_pairs(s, src, tgt) for s in splits}
 
-# %% ../nbs/31_translate.ipynb #b190a04e
+# %% ../nbs/31_translate.ipynb #b1834af4
 # @title Solution: tokenize
 def tokenize(text):
     "Words and punctuation of `text`; a piece glued to the previous one (no space before it) starts with `##`"
@@ -57,14 +57,14 @@ def tokenize(text):
         out += ps[:1] + ['##' + p for p in ps[1:]]
     return out
 
-# %% ../nbs/31_translate.ipynb #e521aa1f
+# %% ../nbs/31_translate.ipynb #6eb88872
 def detokenize(tokens):
     "Put `tokenize`'s tokens back together into text"
     s = ''
     for t in tokens: s += t[2:] if t.startswith('##') and s else (' ' if s else '') + t
     return s
 
-# %% ../nbs/31_translate.ipynb #360f0ede
+# %% ../nbs/31_translate.ipynb #254ef415
 SPECIALS = ['xxunk', 'xxpad', 'xxbos', 'xxeos']      # fastai's order: ids 0, 1, 2, 3
 UNK, PAD, BOS, EOS = range(4)
 
@@ -93,7 +93,7 @@ class Vocab:
         return detokenize(toks)
     def __repr__(self): return f"Vocab({len(self)} tokens: {' '.join(self.itos[:12])} ...)"
 
-# %% ../nbs/31_translate.ipynb #a9d95d2f
+# %% ../nbs/31_translate.ipynb #cf879631
 def pair_ids(pairs, src_vocab, tgt_vocab, max_tokens=None):
     "[(source ids, target ids)] as LongTensors; pairs with a side longer than `max_tokens` or empty are dropped"
     out = []
@@ -128,7 +128,7 @@ def translation_dls(pairs,            # dict with 'train' and 'val' lists of (so
     dls.src_vocab, dls.tgt_vocab, dls.seq_len = src_vocab, tgt_vocab, seq_len
     return dls
 
-# %% ../nbs/31_translate.ipynb #cb63bcbb
+# %% ../nbs/31_translate.ipynb #e93ece2f
 def token_accuracy(logits, labels, pad_idx=PAD):
     "Share of the real (non-pad) target tokens whose most likely prediction is right"
     real = labels != pad_idx
@@ -150,7 +150,7 @@ def translation_learner(dls, emb=128, heads=4, depth=2, dec_depth=None, mult=4, 
                     metrics=token_accuracy, cbs=GradientClip(clip))
     return set_precision(learn, precision)
 
-# %% ../nbs/31_translate.ipynb #733e48ae
+# %% ../nbs/31_translate.ipynb #6d92efc4
 def corpus_bleu(hyps, refs, lowercase=True):
     "sacrebleu's corpus BLEU (13a tokenization) of detokenized `hyps` against the raw references `refs`"
     import sacrebleu
@@ -181,7 +181,7 @@ def evaluate_bleu(model, src_vocab, tgt_vocab, pairs, beam=1, bs=128):
     return {'bleu': round(corpus_bleu(hyps, refs), 2), 'bleu_cased': round(corpus_bleu(hyps, refs, lowercase=False), 2),
             'seconds': round(time.perf_counter() - t0, 1), 'hyps': hyps}
 
-# %% ../nbs/31_translate.ipynb #1a4773cb
+# %% ../nbs/31_translate.ipynb #d6faff5d
 _FORMAT = 'transformers_scratch.translate/2'   # 2: the config is `asdict(ModelConfig)`
 
 class Translator:
@@ -225,7 +225,7 @@ def load_translator(path):
     except RuntimeError as e: raise ValueError(f"model: {str(path)!r} does not match its configuration ({' '.join(str(e).split())[:240]})") from None
     return Translator(model.eval(), sv, tv, ck['src'], ck['tgt'])
 
-# %% ../nbs/31_translate.ipynb #ef6b34be
+# %% ../nbs/31_translate.ipynb #ac6c36d0
 def translation_attention(tr, text, beam=1):
     "(source tokens, output tokens, `attention_maps`): the `(name, weights)` of every attention layer of `tr` on `text`"
     out = tr(text, beam)
@@ -246,7 +246,7 @@ def plot_attention(w, keys, queries, ax=None, title=None):
     if title: ax.set_title(title, fontsize=10)
     return ax
 
-# %% ../nbs/31_translate.ipynb #5d2eadd6
+# %% ../nbs/31_translate.ipynb #1fdb3717
 QUICK = dict(emb=128, heads=4, depth=2, dec_depth=None, mult=4, dropout=0.1, smoothing=0.1, seq_len=64, bs=128,
              epochs=3, lr=5e-3, wd=0.01, min_freq=2, beam=1, pos='learned', emb_scale=True)
 FULL = dict(emb=512, heads=8, depth=3, dec_depth=None, mult=4, dropout=0.2, smoothing=0.1, seq_len=64, bs=128,
@@ -262,7 +262,7 @@ def translate_config(quick, **overrides):
     for k in ('epochs', 'bs', 'beam'): _count(k, cfg[k])
     return cfg
 
-# %% ../nbs/31_translate.ipynb #70d3bd25
+# %% ../nbs/31_translate.ipynb #6f837903
 def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
                   src='de', tgt='en', # any pair of en, de, fr
                   quick=False,        # the quick CPU configuration instead of the full GPU one

@@ -10,7 +10,7 @@ __all__ = ['check_tokenize']
 import re  # noqa: F401
 from ..core import *
 
-# %% ../../nbs/31_translate.ipynb #69ba25f9
+# %% ../../nbs/31_translate.ipynb #93b90b6d
 #| code-fold: true
 # @title check_tokenize
 _TOK_TEXTS = ["A man's T-shirt, blue.",                        # glued pieces: an apostrophe, a hyphen, a comma, a full stop
@@ -18,7 +18,17 @@ _TOK_TEXTS = ["A man's T-shirt, blue.",                        # glued pieces: a
               "(Zwei) Kinder... spielen!!",                     # punctuation in front and runs of marks
               "  Les   enfants\tjouent à l'école.\n",           # irregular whitespace, French
               "3.5 km_h x2 ?",                                  # digits and underscores are word characters
+              "Hi! Hi ! - well-known, known - she-wolf -",          # repeated tokens: glued in one place, free in another
+              ". Yes. No . So she has a cat.",                  # a mark free, then glued; 'a' free but inside 'has' first
               ""]                                               # nothing at all
+
+def _tok_first_seen(text):
+    "The tokens with each one's ## decided where it first occurs in the text (text.index), not where it is"
+    out = []
+    for p in re.findall(r"\w+|[^\w\s]", text):
+        j = text.index(p)
+        out.append('##' + p if j > 0 and not text[j - 1].isspace() else p)
+    return out
 
 def _tok(text, word=r"\w+", punct=r"[^\w\s]", flags=0, mark=lambda i, p: i > 0, chunks=str.split, keep=lambda p: True):
     "The tokens of `text` by the lesson's recipe, with one of its parts changed (to build the typical mistakes)"
@@ -56,7 +66,10 @@ def _tok_wrongs(text):
             (_tok(text, chunks=lambda s: [s] if s.split() else []), "only the first piece of the whole text is left "
              "without ##: the mark belongs to pieces glued to the one before, so each space-separated chunk starts afresh"),
             (_tok(text, chunks=lambda s: s.split(), mark=lambda i, p: i > 0 and re.fullmatch(r"\w+", p)),
-             "only the glued words got ##: a punctuation mark glued to the piece before it starts with ## too")]
+             "only the glued words got ##: a punctuation mark glued to the piece before it starts with ## too"),
+            (_tok_first_seen(text), "a repeated token got its ## from where it first occurs in the text (text.index or "
+             "str.find search from the start, and find 'a' inside 'has'): decide from each piece's own place, its rank "
+             "in its space-separated chunk")]
 
 @checker(solution='translate.tokenize')
 def check_tokenize(fn):
@@ -72,5 +85,9 @@ def check_tokenize(fn):
         for wrong, hint in _tok_wrongs(text): expect(out != wrong, hint)
         i = next((i for i, (a, b) in enumerate(zip(out, ref)) if a != b), min(len(out), len(ref)))
         got = repr(out[i]) if i < len(out) else 'nothing more'
+        bare = lambda ts: [t[2:] if t.startswith('##') else t for t in ts]
+        twice = out != ref and bare(out) == bare(ref) and bare(ref).count(bare(ref)[i]) > 1
         expect(False, f"wrong tokens for {text!r}: token {i} is {got}, expected "
-               + (repr(ref[i]) if i < len(ref) else 'no more tokens'))
+               + (repr(ref[i]) if i < len(ref) else 'no more tokens')
+               + (f" ({bare(ref)[i]!r} occurs more than once, glued or not: decide each piece's ## from its own place, "
+                  "its rank in its space-separated chunk)" if twice else ''))
