@@ -159,7 +159,7 @@ def kv_list(x, n): return torch.stack([x[:, j // n] for j in range(x.size(1) * n
 
 def test_check_repeat_kv():
     assert_check(check_repeat_kv, repeat_kv, [
-        (stub, 'not solved'), (kv_repeat, 'repeat_interleave, not repeat'), (kv_expand_wrong, 'tiles the heads'),
+        (stub, 'not solved'), (kv_repeat, 'tiles the heads.*before the next one'), (kv_expand_wrong, 'tiles the heads'),
         (kv_by_g, r'not j // g'), (kv_time, 'time'), (kv_batch, 'batch')])
     for ok in (kv_interleave, kv_expand, kv_list): assert_check(check_repeat_kv, ok)
 

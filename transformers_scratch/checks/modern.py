@@ -286,12 +286,12 @@ def check_repeat_kv(fn):
                    f"of g·n = {g * n} (reshape to (b, g·n, t, s))")
             expect(not (shp == (b, g, t, s) and n > 1), f"you returned the {g} key/value heads as they are: with n={n} query "
                    f"heads per key/value head the output has g·n = {g * n} heads")
-        run.like(out, x.repeat_interleave(n, 1))
-        ref = x.repeat_interleave(n, 1)
+        ref = x[:, torch.arange(g * n) // n]                                  # head j of the output is head j // n of x
+        run.like(out, ref)
         by_g = [(x[:, torch.arange(g * n) // g], f"query head j belongs to key/value head j // n (n={n} query heads per group), "
                  f"not j // g (g={g})")] if n <= g else []                # (j // g runs past the last head when n > g)
         diagnose(out, ref, by_g + [(x.repeat(1, n, 1, 1), f"that tiles the heads (0, 1, ..., {g - 1}, 0, 1, ...): query head j would read "
                              f"key head j mod g. Each key/value head serves its n={n} query heads in a row (0, 0, ..., 1, 1, ...): "
-                             "repeat_interleave, not repeat")],
+                             "copy each head n times before the next one, not the whole dim n times")],
                  f"for x of shape {tuple(x.shape)} and n={n}: head j of the output should be key/value head j // n")
     on_device(fn, *_kv_fixtures()[0])
