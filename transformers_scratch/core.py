@@ -8,7 +8,7 @@ __all__ = ['TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', '
            'on_device', 'strided', 'expect_grad', 'expect_mode_kept', 'expect_within']
 
 # %% ../nbs/00_core.ipynb #2567331a
-import os, functools, copy, contextlib
+import os, functools, copy, contextlib, math
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
@@ -281,6 +281,9 @@ class Runs:
         expect(isinstance(out, torch.Tensor), f"{what} should be a tensor, got {type(out).__name__}")
         got, want = tuple(out.shape), tuple(ref.shape)
         if got != want:
+            if len(want) > 1 and got == (math.prod(want),) and not (want[:1] == (1,) and got == want[1:]):
+                expect(False, f"{what} should have shape {want}, got {got}: flattened to one dim (a .flatten(), .view(-1) "
+                              "or .reshape(-1)?): keep the input's shape")
             if want[:1] == (1,) and got == want[1:]:
                 expect(False, f"{what} should have shape {want}, got {got}: the batch dim of a batch of one is gone "
                               "(a .squeeze()? it drops every dim of size 1)")

@@ -8,7 +8,7 @@ __all__ = ['double', 'check_double']
 # %% ../../nbs/00_start.ipynb #ee032e42
 # @title check_double: how your answer is checked (run this cell; no need to read it)
 import torch
-from ..core import checker, expect, same, Runs, rand, on_device
+from ..core import checker, expect, same, Runs, rand, randint, on_device
 
 def double(x): return 2 * x
 
@@ -16,7 +16,7 @@ def double(x): return 2 * x
 def check_double(fn):
     "Check `fn(x)`: every element of `x` times two, same shape, dtype and device"
     run = Runs(fn)
-    for x in (rand(3, seed=0), rand(2, 5, seed=1, dtype=torch.float64)):
+    for x in (rand(3, seed=0), rand(2, 5, seed=1, dtype=torch.float64), randint(-50, 50, (4, 3), seed=3)):   # floats and ints
         out = run(x)
         run.like(out, x)
         expect(not same(out, x + 2), "you added 2: doubling multiplies by 2")
