@@ -52,7 +52,36 @@ def pads_at_end(m, xb, pad_idx=1):                       # "alone" = the row's f
         n = (xb != pad_idx).sum(1)
         return (m(xb) - torch.cat([m(r[None, :k]) for r, k in zip(xb, n)])).abs().max().item()
 
+def _stripped(r, pad_idx, where):                       # the row without the pads at its end only, or its front only
+    real = (r != pad_idx).nonzero().flatten()
+    return r[:int(real[-1]) + 1] if where == 'end' else r[int(real[0]):]
+def trailing_only(m, xb, pad_idx=1):                     # rstrip-style: front pads stay
+    with evaluating(m), torch.no_grad():
+        return (m(xb) - torch.cat([m(_stripped(r, pad_idx, 'end')[None]) for r in xb])).abs().max().item()
+def leading_only(m, xb, pad_idx=1):                      # lstrip-style: pads at the end stay
+    with evaluating(m), torch.no_grad():
+        return (m(xb) - torch.cat([m(_stripped(r, pad_idx, 'front')[None]) for r in xb])).abs().max().item()
+def zero_d(m, xb, pad_idx=1):                            # a 0-d tensor, not the float the docstring asks for
+    with evaluating(m), torch.no_grad():
+        xb = xb.to(model_device(m))
+        return (m(xb) - torch.cat([m(r[r != pad_idx][None]) for r in xb])).abs().max()
+def moves_model(m, xb, pad_idx=1): m.cpu(); return padding_invariance_gap(m, xb, pad_idx)   # the caller's model moved
+def to_batch(m, xb, pad_idx=1): m.to(xb.device); return padding_invariance_gap(m, xb, pad_idx)
+def doubles_model(m, xb, pad_idx=1): m.double(); return padding_invariance_gap(m, xb, pad_idx)   # for an "exact" gap
+def halves_by_hand(m, xb, pad_idx=1):                    # converts the parameters one by one, no .half() call
+    for p in m.parameters(): p.data = p.data.double()
+    return padding_invariance_gap(m, xb, pad_idx)
+def edits_weights(m, xb, pad_idx=1):                     # zeroes the pad's embedding "to be safe"
+    with torch.no_grad(): m.trunk.token_emb.weight[pad_idx] = 0
+    return padding_invariance_gap(m, xb, pad_idx)
+def grad_left_off(m, xb, pad_idx=1): torch.set_grad_enabled(False); return padding_invariance_gap(m, xb, pad_idx)
+
 WRONGS = [(stub, 'not solved'),
+          (trailing_only, r'only the pads at the end'), (leading_only, r'only the pads at the front'),
+          (zero_d, r'Python float.*0-d tensor'), (moves_model, r'moved or converted.*model.cpu'),
+          (to_batch, r'moved or converted'), (doubles_model, r'moved or converted.*float64'),
+          (halves_by_hand, r'moved or converted.*float64'), (edits_weights, r"changed the model's weights"),
+          (grad_left_off, r'switched gradients off'),
           (dropout_on, r'dropout is on'), (with_pads, r'without\* its pads'), (signed, r'absolute difference'),
           (mean_gap, r'not the mean'), (sum_gap, r'not the sum'), (first_row, r'every row'), (pad_one, r'pad id is the argument'),
           (leaves_eval, r'came in training mode and your code left it in eval'),
@@ -64,7 +93,7 @@ def test_check_padding_invariance_gap():
     assert_check(check_padding_invariance_gap, padding_invariance_gap, WRONGS)
 
 # valid answers in other styles
-def as_tensor(m, xb, pad_idx=1):                         # a 0-d tensor, mode saved and restored by hand, no evaluating()
+def by_hand(m, xb, pad_idx=1):                           # mode saved and restored by hand, no evaluating(), inference_mode
     was = m.training
     m.eval()
     dev = next(m.parameters()).device
@@ -73,7 +102,7 @@ def as_tensor(m, xb, pad_idx=1):                         # a 0-d tensor, mode sa
         out = m(xb)
         alone = torch.cat([m(xb[i, xb[i] != pad_idx].unsqueeze(0)) for i in range(len(xb))])
     m.train(was)
-    return (out - alone).abs().amax()
+    return (out - alone).abs().amax().item()
 def by_rows(m, xb, pad_idx=1):                           # a Python max over rows, torch.dist-free
     with evaluating(m) as mm, torch.no_grad():
         xb = xb.to(model_device(mm))
@@ -86,8 +115,14 @@ def by_masked_select(m, xb, pad_idx=1):                  # masked_select, float6
         alone = torch.stack([mm(torch.masked_select(r, r.ne(pad_idx)).view(1, -1))[0] for r in xb]).double()
         return (out - alone).abs().max().cpu().numpy().item()
 
+def same_device_noop(m, xb, pad_idx=1):                  # model.to(its own device) and .float() on a float model: no change
+    m.to(model_device(m)).float()
+    with evaluating(m), torch.no_grad():
+        xb = xb.to(model_device(m))
+        return float((m(xb) - torch.cat([m(r[r != pad_idx].reshape(1, -1)) for r in xb])).abs().max())
+
 def test_valid_styles_pass():
-    for fn in (as_tensor, by_rows, by_masked_select):
+    for fn in (by_hand, by_rows, by_masked_select, same_device_noop):
         assert_check(check_padding_invariance_gap, fn)
 
 def l2_gap(m, xb, pad_idx=1): return _gap(m, xb, pad_idx, reduce='norm')

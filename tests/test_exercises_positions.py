@@ -197,3 +197,38 @@ def pp_bool_cumsum(m): return m.cumsum(1) - 1            # cumsum of the bool ma
 def test_positions_from_pad_issue31():
     assert_check(check_positions_from_pad, positions_from_pad, [
         (pp_sub_pads, 'subtracted each row.s number of pads'), (pp_bool_cumsum, 'negative positions')])
+
+# issue 31, second audit: the dtype the docstring names, and tensors made on the CPU in code that indexes by value
+def pp_int32_out(m):    return (m.long().cumsum(1) - 1).clamp(min=0).int()        # int32 result
+def pp_cpu_buffer(m):                                          # a zeros buffer made on the CPU, filled by a boolean index
+    out = torch.zeros(m.shape, dtype=torch.long)
+    out[m] = (m.long().cumsum(1) - 1)[m]
+    return out
+def pp_cpu_trip(m):                                            # the values go through .cpu() into a buffer on the mask's device
+    out = torch.zeros_like(m, dtype=torch.long)
+    out[m] = (m.long().cumsum(1) - 1)[m].cpu()
+    return out
+def pp_from_list(m):                                           # Python lists, no device
+    return torch.tensor([[max(int(m[i, :j + 1].sum()) - 1, 0) for j in range(m.size(1))] for i in range(m.size(0))])
+def pp_full_cpu(m):                                            # torch.where with a CPU-made fill tensor
+    return torch.where(m, m.long().cumsum(1) - 1, torch.zeros(m.shape, dtype=torch.long))
+
+def test_check_positions_from_pad_issue31():
+    assert_check(check_positions_from_pad, positions_from_pad, [
+        (pp_int32_out, r'torch.long.*int32'), (pp_cpu_buffer, r"mask's device on a GPU.*__setitem__"),
+        (pp_cpu_trip, r"mask's device on a GPU"), (pp_from_list, r"device"), (pp_full_cpu, r"mask's device|stay on")])
+
+def pp_buffer_on_device(m):                                    # a buffer made on the mask's device, filled by a boolean index
+    out = torch.zeros(m.shape, dtype=torch.long, device=m.device)
+    out[m] = (m.long().cumsum(1) - 1)[m]
+    return out
+def pp_new_zeros(m):                                           # new_zeros, then index_put_ with nonzero indices
+    out = m.new_zeros(m.shape, dtype=torch.long)
+    return out.index_put_(tuple(m.nonzero().T), (m.long().cumsum(1) - 1)[m])
+def pp_loop_device(m):                                         # a Python loop, the result made on the mask's device
+    return torch.tensor([[max(int(m[i, :j + 1].sum()) - 1, 0) for j in range(m.size(1))] for i in range(m.size(0))],
+                        device=m.device)
+
+def test_positions_from_pad_valid_styles_issue31():
+    for fn in (pp_buffer_on_device, pp_new_zeros, pp_loop_device):
+        assert_check(check_positions_from_pad, fn)

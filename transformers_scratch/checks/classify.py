@@ -40,18 +40,26 @@ def _gap_cases():
     "(model, xb, pad_idx as passed (None: left at its default), training?): dropout in train mode, pad id 0 with front pads, a model that leaks the pads (and its mirror image), a batch of one"
     return [(_gap_model(1, seed=1), _gap_batch([(0, 3), (0, 0), (0, 5)], 1, 9, seed=2), None, True),
             (_gap_model(0, seed=3), _gap_batch([(2, 0), (1, 2), (0, 0), (4, 1)], 0, 8, seed=4), 0, False),
-            (_gap_model(1, masks=False, seed=5, dropout=0.), _gap_batch([(0, 1), (0, 4), (0, 0)], 1, 7, seed=6), 1, True),
-            (_flipped(_gap_model(1, masks=False, seed=5, dropout=0.)), _gap_batch([(0, 1), (0, 4), (0, 2)], 1, 7, seed=6), 1, False),
+            (_gap_model(1, masks=False, seed=5, dropout=0.), _gap_batch([(2, 1), (0, 4), (1, 0)], 1, 7, seed=6), 1, True),
+            (_flipped(_gap_model(1, masks=False, seed=5, dropout=0.)), _gap_batch([(0, 1), (3, 0), (1, 2)], 1, 7, seed=6), 1, False),
             (_gap_model(0, seed=7), _gap_batch([(0, 0)], 0, 6, seed=8), 0, False)]
 
+def _strip(r, pad_idx, strip):
+    "Row `r` without its pads (`strip=True`), with them (False), without those at its end only ('end') or its front only ('front')"
+    if strip is True: return r[r != pad_idx]
+    if strip is False: return r
+    real = (r != pad_idx).nonzero()
+    if not len(real): return r[:0]
+    return r[:int(real[-1]) + 1] if strip == 'end' else r[int(real[0]):]
+
 def _gap_diffs(model, xb, pad_idx, strip=True):
-    "The (b, c) differences padded minus alone, in eval mode; `strip=False`: each row fed alone with its pads"
+    "The (b, c) differences padded minus alone, in eval mode; `strip`: how each row is fed alone (see `_strip`)"
     was = model.training
     model.eval()
     try:
         with torch.no_grad():
             out = model(xb).double()
-            alone = torch.cat([model((r[r != pad_idx] if strip else r)[None]).double() for r in xb])
+            alone = torch.cat([model(_strip(r, pad_idx, strip)[None]).double() for r in xb])
     finally: model.train(was)
     return out - alone
 
@@ -71,7 +79,8 @@ def _gap_number(out):
     if isinstance(out, torch.Tensor):
         expect(out.numel() == 1, f"return one number, the largest gap, got a tensor of shape {tuple(out.shape)}: take the "
                "max over every row and class (and .item() for a Python float)")
-        out = out.detach().float().cpu().item() if out.device.type != 'meta' else 0.
+        expect(False, f"return the gap as a Python float, got a {out.dim()}-d tensor: end with .item() (a number to print, "
+               "compare and log, which holds no tensor)")
     expect(isinstance(out, (int, float)) and not isinstance(out, bool),
            f"return one number (a Python float, .item()), got {type(out).__name__}")
     return float(out)
@@ -81,6 +90,35 @@ def _gap_error(e, args):
     if 'not on the expected device' in str(e) or 'same device' in str(e):
         return "move the batch to the model's device first, xb.to(model_device(model)): a DataLoader's batch sits on the CPU"
 
+_MOVED = ("your code moved or converted the model it was given ({how}): it is the caller's model, still used after "
+          "your function; move the batch to the model instead, xb.to(model_device(model)), and leave the model as it came")
+
+def _watch(model):
+    "Make `model.cpu()`, `.double()`, `.to(...)` (every `_apply`) fail when it would move or convert `model`; undo with `_unwatch`"
+    orig, probe = model._apply, next(model.parameters()).detach()
+    def _apply(fn, *args, **kwargs):
+        try: r = fn(probe); how = None if (r.device, r.dtype) == (probe.device, probe.dtype) else f"to {r.device.type} {r.dtype}"
+        except Exception: how = f"away from {probe.device.type}"   # e.g. model.cpu() on a meta model
+        expect(how is None, _MOVED.format(how=f"model.cpu(), .double() or .to(...): {how}"))
+        return orig(fn, *args, **kwargs)
+    model._apply = _apply
+    return model
+
+def _unwatch(model): model.__dict__.pop('_apply', None)
+
+def _model_state(model):
+    "The dtype, device and values of every parameter and buffer of `model`"
+    return {k: (v.dtype, v.device, v.detach().clone()) for k, v in model.state_dict().items()}
+
+def _expect_model_kept(model, before):
+    "Check that `model` still has the parameters `_model_state` saw"
+    for k, (dtype, device, v) in before.items():
+        now = model.state_dict().get(k)
+        expect(now is not None and now.dtype == dtype and now.device == device,
+               _MOVED.format(how=f"{k} is now {'gone' if now is None else f'{now.dtype} on {now.device.type}'}, was {dtype} on {device.type}"))
+        expect(device.type == 'meta' or torch.equal(now, v), f"your code changed the model's weights ({k}): measure the "
+               "model as it is, under torch.no_grad(), without training or editing it")
+
 @checker(solution='classify.padding_invariance_gap')
 def check_padding_invariance_gap(fn):
     "Check `fn(model, xb, pad_idx=1)`: the largest |logit difference| between each padded row and its text fed alone"
@@ -88,9 +126,11 @@ def check_padding_invariance_gap(fn):
     for model, xb, pad, training in _gap_cases():
         model.train(training)
         args = (model, xb) if pad is None else (model, xb, pad)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            out = run(*args)
+        before = _model_state(model)
+        _watch(model)
+        try: out = seeded(run, *args)
+        finally: _unwatch(model)
+        _expect_model_kept(model, before)
         mode = 'training' if training else 'eval'
         expect(model.training == training, f"the model came in {mode} mode and your code left it in "
                f"{'training' if model.training else 'eval'} mode: give it back as it came (evaluating(model) does)")
@@ -99,14 +139,16 @@ def check_padding_invariance_gap(fn):
         d = _gap_diffs(model, xb, pad)
         ref = d.abs().max().item()
         if abs(gap - ref) <= 1e-5 + 1e-3 * ref: continue
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(1)
-            again = _gap_number(run(*args))
+        again = _gap_number(seeded(run, *args, seed=1))
         expect(again == gap or not training, "your gap changes from call to call on a model found in training mode: dropout "
                "is on — run the model in eval mode inside the function (with evaluating(model) as m: ...)")
         leak = ref > 1e-3
         wrongs = [(_gap_diffs(model, xb, pad, strip=False).abs().max().item(), "a gap of 0 for a model whose pads do change its logits: "
                    "feed each row alone *without* its pads, r[r != pad_idx], and compare with its row of the padded batch"),
+                  (_gap_diffs(model, xb, pad, strip='end').abs().max().item(), "you stripped only the pads at the end of a row: "
+                   "pads can come first too (fastai pads a classification batch at the front): r[r != pad_idx] removes them all"),
+                  (_gap_diffs(model, xb, pad, strip='front').abs().max().item(), "you stripped only the pads at the front of a row: "
+                   "rows can end in pads too: r[r != pad_idx] removes them all"),
                   (d.max().item(), "take the absolute difference, (out - alone).abs().max(): a logit can move down too"),
                   (d.abs().mean().item(), "take the largest difference, .max(), not the mean: one row that changes is enough"),
                   (d.abs().sum().item(), "take the largest difference, .max(), not the sum"),
@@ -123,12 +165,18 @@ def check_padding_invariance_gap(fn):
                "|logits of the padded batch - logits of each text alone|, over every row and class")
     model, xb, pad, _ = _gap_cases()[1]
     dev = other_device()
-    try: out = fn(model.to(dev), xb, pad)   # the batch on the CPU, the model elsewhere: as a DataLoader gives them
+    model.to(dev)
+    before = _model_state(model)
+    try: out = fn(_watch(model), xb, pad)   # the batch on the CPU, the model elsewhere: as a DataLoader gives them
     except (TODO, CheckError): raise
     except Exception as e:
+        _unwatch(model)
+        _expect_model_kept(model, before)
         hint = _gap_error(e, None)
         if hint: expect(False, hint)
         return   # on `meta` nothing can be read back (.item(), .cpu()): the batch reached the model, that is all to judge
+    _unwatch(model)
+    _expect_model_kept(model, before)
     if dev != 'meta':
         expect(abs(_gap_number(out) - _gap_diffs(model, xb.to(dev), pad).abs().max().item()) < 1e-4,
                f"wrong gap for a model on {dev} and a batch on the CPU")
