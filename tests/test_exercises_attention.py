@@ -332,3 +332,7 @@ def test_selfattention_forward_issue31():
     assert_check(check_selfattention_forward, selfattention_forward, [
         (sa_sqrt_heads, r'scaled by √h'), (sa_causal, 'values are wrong')])
     for ok in (sa_einsum, sa_loop): assert_check(check_selfattention_forward, ok)
+
+def test_split_heads_valid_issue31():
+    assert_check(check_split_heads, lambda x, h: x.reshape(x.size(0), x.size(1), h, -1).permute(0, 2, 1, 3))
+    assert_check(check_split_heads, lambda x, h: torch.einsum('bths->bhts', x.unflatten(-1, (h, x.size(-1) // h))))

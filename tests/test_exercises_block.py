@@ -391,3 +391,21 @@ def test_check_blocks_issue31():
     assert_check(check_postnorm_block, lambda blk, x, pad_mask=None, cache=None: blk.norm2(
         (h := blk.norm1(x + blk.do(blk.attention(x, pad_mask, cache)))) + blk.ff(h)))
     for ok in (pre_steps, pre_loop): assert_check(check_prenorm_block, ok)
+
+class _FFList(nn.Module):                               # the layers in a ModuleList, run in a loop
+    def __init__(self, emb, mult=4, dropout=0., act='relu'):
+        super().__init__()
+        from transformers_scratch.block import ACTIVATIONS
+        self.layers = nn.ModuleList([nn.Linear(emb, mult * emb), ACTIVATIONS[act](), nn.Linear(mult * emb, emb), nn.Dropout(dropout)])
+    def forward(self, x):
+        for l in self.layers: x = l(x)
+        return x
+def post_loop(blk, x, pad_mask=None, cache=None):          # (sublayer, norm) pairs in a loop
+    for f, norm in ((lambda z: blk.do(blk.attention(z, pad_mask, cache)), blk.norm1), (blk.ff, blk.norm2)): x = norm(x + f(x))
+    return x
+
+def test_more_valid_styles_issue31():
+    assert_check(check_feedforward, _FFList)
+    assert_check(check_postnorm_block, post_loop)
+    assert_check(check_prenorm_block, lambda blk, x, pad_mask=None, cache=None: (lambda h: torch.add(h, blk.ff(blk.norm2(h))))(
+        torch.add(x, blk.do(blk.attention(blk.norm1(x), pad_mask=pad_mask, cache=cache)))))
