@@ -125,7 +125,7 @@ def acc_cpu(l, y):
     return ((l.argmax(-1) == y) & sel).sum().cpu().float() / sel.sum().clamp(min=1).cpu().float()  # leaves the device
 
 def test_masked_accuracy_families():
-    assert_check(check_masked_accuracy, masked_accuracy, [(acc_nan_empty, 'not NaN'), (acc_long_empty, 'empty batch'), (acc_cpu, "stay on the inputs' device")])
+    assert_check(check_masked_accuracy, masked_accuracy, [(acc_nan_empty, 'not NaN'), (acc_long_empty, 'empty batch|still be a float32'), (acc_cpu, "stay on the inputs' device")])
 
 def mt_cpu(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None):
     "the solution's algorithm, but its random draws are made on the CPU whatever the device of `x`"
@@ -311,3 +311,67 @@ def test_masked_accuracy_new_mistakes():
 
 def test_a_loss_and_logits_pair_is_told_the_convention():
     assert_check(check_masked_lm_loss, masked_lm_loss, [(lambda l, y: (masked_lm_loss(l, y), l), 'loss alone')])
+
+# --- issue 31, second audit: the range and independence of the random draws, results made on the CPU ---------------
+def _mt_range(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None, *, lo=0, hi=0, count=None,
+              skew=False):
+    "A `mask_tokens` whose random ids come from [lo, n_tokens + hi), or whose selection has a fixed count (`count`)"
+    d = lambda f, *a: f(*a, x.shape, generator=generator, device=x.device)
+    u, r = d(torch.rand), d(torch.rand)
+    rnd = (d(torch.rand) * d(torch.rand) * n_tokens).long() if skew else d(torch.randint, lo, n_tokens + hi)
+    el = _eligible(x, pad_idx, special_ids)
+    if count == 'batch':                                      # exactly round(p·n) of the batch's eligible tokens
+        n = round(p * int(el.sum())); score = torch.where(el, u, 2.).flatten()
+        sel = torch.zeros(x.numel(), dtype=torch.bool, device=x.device); sel[score.argsort()[:n]] = True; sel = sel.view_as(x)
+    elif count == 'row':                                      # exactly round(p·n_i) tokens of each row (topk per row)
+        k = (p * el.sum(1, keepdim=True)).round().long()
+        rank = torch.where(el, u, 2.).argsort(1).argsort(1)
+        sel = el & (rank < k)
+    else: sel = el & (u < p)
+    inp = torch.where(sel & (r >= 0.8) & (r < 0.9), rnd, torch.where(sel & (r < 0.8), torch.full_like(x, mask_idx), x))
+    return inp, torch.where(sel, x, torch.full_like(x, -100))
+def mtr(**kw): return lambda *a, **k: _mt_range(*a, **k, **kw)
+
+def test_mask_tokens_range_and_independence():
+    assert_check(check_mask_tokens, mtr())                    # the helper itself, with no mistake, passes
+    assert_check(check_mask_tokens, mask_tokens, [
+        (mtr(hi=-1), 'largest id, n_tokens - 1'), (mtr(lo=1), 'id 0 never came out'),
+        (mtr(lo=4), 'id 0 never came out'),                     # specials 0-3 skipped
+        (mtr(skew=True), 'largest id|far from uniform|whole vocabulary'),
+        (mtr(count='batch'), 'exactly \\d+ selected tokens'), (mtr(count='row'), 'same share of selected tokens')])
+
+def acc_cpu_zero(l, y):                                      # the audit's answer: a CPU 0 when nothing is selected
+    m = y != -100
+    if not m.any(): return torch.tensor(0.)
+    return (l[m].argmax(-1) == y[m]).float().mean()
+def acc_item(l, y):                                          # through a Python float
+    m = y != -100
+    return torch.tensor(((l.argmax(-1) == y) & m).sum().item() / max(int(m.sum()), 1))
+def acc_empty_like_logits(l, y):                             # the 0 in the logits' dtype
+    m = y != -100
+    return l.new_zeros(()) if not m.any() else (l[m].argmax(-1) == y[m]).float().mean()
+def acc_empty_guarded(l, y):                                 # valid: a 0 made on the logits' device
+    m = y != -100
+    if not m.any(): return torch.zeros((), device=l.device)
+    return (l[m].argmax(-1) == y[m]).float().mean()
+def acc_empty_new_zeros(l, y):                               # valid: new_zeros with the dtype given
+    m = y != -100
+    return l.new_zeros((), dtype=torch.float32) if not m.any() else (l[m].argmax(-1) == y[m]).float().mean()
+
+def test_masked_accuracy_empty_case():
+    for fn in (acc_empty_guarded, acc_empty_new_zeros):
+        assert_check(check_masked_accuracy, fn)
+    assert_check(check_masked_accuracy, masked_accuracy, [
+        (acc_cpu_zero, 'made on the CPU.*when no position is selected'), (acc_item, 'made on the CPU|device'),
+        (acc_empty_like_logits, 'still be a float32')])
+
+def ml_log_softmax_dim1(l, y):                               # the audit's answer: normalised over the positions
+    m = y != -100
+    return -(F.log_softmax(l, 1).gather(-1, y.clamp_min(0)[..., None])[..., 0] * m).sum() / m.sum()
+def ml_log_softmax_dim0(l, y):
+    m = y != -100
+    return -(F.log_softmax(l, 0).gather(-1, y.clamp_min(0)[..., None])[..., 0] * m).sum() / m.sum()
+
+def test_masked_lm_loss_wrong_dim():
+    assert_check(check_masked_lm_loss, masked_lm_loss, [(ml_log_softmax_dim1, 'dim 1 \\(the positions\\)'),
+                                                        (ml_log_softmax_dim0, 'dim 0|dim 1')])

@@ -13,6 +13,8 @@ from ..mlm import *
 # %% ../../nbs/40_mlm.ipynb #59091443
 #| code-fold: true
 # @title check_mask_tokens
+from .seq2seq import made_on_cpu, _CPU_MADE
+
 def _mlm_fixture(b, t, n_ids, pad_idx, specials, seed, exclude=()):
     "(b, t) irregular ids in [0, `n_ids`) with some special tokens and a different number of front pads per row"
     g = torch.Generator().manual_seed(seed)
@@ -114,7 +116,55 @@ def check_mask_tokens(fn):
                 "[0, n_tokens) (torch.randint(0, n_tokens, ...)), not from the ids that happen to be in the batch")
     expect_rate(torch.isin(rnd, torch.tensor(sp + (pad, m))).float().mean(), 5 / n_tokens, 0.02, "the random ids are "
                 "mostly special ids: draw them uniformly from the whole vocabulary [0, n_tokens)")
+    _random_id_range(run)
+    _selection_independent(run)
     on_device(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0)
+    expect(not made_on_cpu(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0), f"{_CPU_MADE}: build inputs and "
+           "targets from x (torch.where, x.clone(), torch.full_like) and draw with device=x.device")
+
+def _random_id_range(run, n_tokens=7, m=4):
+    "Every id of [0, n_tokens) comes out as a random id, the largest and 0 included, about equally often"
+    x = torch.tensor([2, 3]).repeat_interleave(6000).view(40, 300)      # two ids: any other id shows as a random one
+    inp, tgt = _mt_pair(run(x, m, n_tokens, p=0.9, generator=torch.Generator().manual_seed(5)), x)
+    rnd = inp[(tgt != -100) & (inp != m) & (inp != x)]
+    seen = set(rnd.tolist())
+    missing = [i for i in range(n_tokens) if i != m and i not in seen]
+    top = n_tokens - 1
+    expect(top not in missing, f"the largest id, n_tokens - 1 = {top}, never came out among {rnd.numel()} random ids "
+           f"(n_tokens={n_tokens}): torch.randint(low, high) never draws high itself, so pass high=n_tokens, not n_tokens - 1")
+    expect(0 not in missing, f"id 0 never came out among {rnd.numel()} random ids: draw from the whole vocabulary, "
+           "starting at 0 (torch.randint(0, n_tokens, ...))")
+    expect(not missing, f"ids {missing} never came out among {rnd.numel()} random ids (n_tokens={n_tokens}): draw them "
+           "uniformly from the whole vocabulary [0, n_tokens)")
+    other = torch.tensor([i for i in range(n_tokens) if i not in (m, 3)])       # the ids a position holding 3 can show
+    counts = torch.bincount(inp[(tgt != -100) & (inp != m) & (x == 3) & (inp != 3)], minlength=n_tokens).float()
+    share = counts[other] / counts[other].sum()
+    expect(float((share - share.mean()).abs().max()) < 0.5 / len(other), f"the random ids are far from uniform over "
+           f"[0, n_tokens) (shares {[round(float(v), 2) for v in share]} of ids {other.tolist()}): "
+           "torch.randint(0, n_tokens, x.shape, ...) draws each id equally often")
+
+def _selection_independent(run, p=0.3, n_tokens=300):
+    "Each token selected on its own with probability p: counts per row and per batch vary as binomials do"
+    x = _mlm_fixture(96, 120, 250, 1, (0, 2), seed=11)
+    eligible = (x != 1) & ~torch.isin(x, torch.tensor((0, 2)))
+    n_el = eligible.sum(1).double()
+    totals, disp = [], []
+    for s in (21, 22, 23):
+        _, tgt = _mt_pair(run(x, 299, n_tokens, special_ids=(0, 2), p=p, generator=torch.Generator().manual_seed(s)), x)
+        k = (tgt != -100).sum(1).double()
+        totals.append(int(k.sum()))
+        disp.append(float(((k - p * n_el) ** 2).sum() / (p * (1 - p) * n_el).sum()))
+    n, sd = int(eligible.sum()), (p * (1 - p) * int(eligible.sum())) ** 0.5
+    d = sum(disp) / len(disp)
+    expect(d > 0.5, f"every row got (almost) the same share of selected tokens: the counts per row vary {d:.2f} times "
+           "as much as independent draws would; select each token on its own (torch.rand(x.shape) < p), not a fixed "
+           "number per row")
+    expect(d < 2, f"the counts of selected tokens per row vary {d:.1f} times as much as independent draws would: a "
+           "draw shared by a whole row or column changes them; select each token on its own (torch.rand(x.shape) < p)")
+    expect(not all(abs(t - p * n) <= 1 for t in totals), f"each batch got exactly {totals[0]} selected tokens of {n} "
+           f"(p·n = {p * n:.1f}), every time: each token is selected on its own, torch.rand(x.shape) < p, so the count "
+           f"varies from batch to batch as a binomial does (about ±{sd:.0f} here), not a fixed share picked with "
+           "randperm, topk or argsort")
 
 # %% ../../nbs/40_mlm.ipynb #20a2cdf8
 #| code-fold: true
@@ -165,6 +215,11 @@ def check_masked_lm_loss(fn):
                    "F.log_softmax first, or use F.cross_entropy on the raw logits"),
                   (F.cross_entropy(logits.reshape(-1, v), y.reshape(-1), label_smoothing=0.1), "no label smoothing here: "
                    "the plain cross-entropy at the selected positions")]
+        for d in (0, 1):                 # the log-softmax over the batch or the positions instead of the vocabulary
+            lp = F.log_softmax(logits, d).gather(-1, y.clamp(min=0)[..., None])[..., 0]
+            wrongs.append((-(lp * sel).sum() / sel.sum(), f"you normalised over dim {d} (the "
+                           f"{('batch', 'positions')[d]}): the log-softmax runs over the vocabulary, the last dim "
+                           "(dim=-1); F.cross_entropy does it for you on logits (n, v)"))
         if empty is None and b > 1:
             rows = torch.stack([per_tok[r][sel[r]].mean() for r in range(b)]).mean()
             wrongs.append((rows, "average over all the selected tokens of the batch, not per sequence first"))
@@ -229,12 +284,19 @@ def check_masked_accuracy(fn):
     run.like(out, ref, 'the accuracy for logits (n, v) and targets (n,)')
     expect(same(out, ref), "for the logits of the selected positions only, (n, v), with their targets (n,), the accuracy "
            "is wrong: take the argmax over the last dim, whatever the number of dims")
-    y = torch.full((2, 5), -100)
-    out = run(rand(2, 5, 7, seed=3), y)
-    expect(isinstance(out, torch.Tensor) and out.dim() == 0 and float(out) == 0.,
-           "with no selected position the accuracy is 0 (a 0-dim tensor), not NaN: guard the division")
+    for dt in (torch.float32, torch.float64):                          # no selected position: 0, a float32 0-dim tensor
+        out = run(rand(2, 5, 7, seed=3, dtype=dt), torch.full((2, 5), -100))
+        expect(isinstance(out, torch.Tensor) and out.dim() == 0 and not torch.isnan(out) and float(out) == 0.,
+               "with no selected position the accuracy is 0 (a 0-dim tensor), not NaN: guard the division"
+               + (f" (got {out.tolist()})" if isinstance(out, torch.Tensor) and out.numel() == 1 else ""))
+        expect(out.dtype == torch.float32, f"with no selected position (logits in {str(dt).replace('torch.', '')}) the "
+               f"accuracy should still be a float32 tensor, got {out.dtype}")
     out = run(rand(0, 4, 7, seed=9), torch.zeros(0, 4, dtype=torch.long))   # an empty batch: nothing to score
-    expect(isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.numel() == 1 and float(out) == 0.,
-           f"for an empty batch the accuracy should be a float32 tensor equal to 0 (nothing to score), got "
-           f"{out.dtype if isinstance(out, torch.Tensor) else type(out).__name__} {out.tolist() if isinstance(out, torch.Tensor) else out}")
+    expect(isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.dim() == 0 and float(out) == 0.,
+           "for an empty batch the accuracy should be a 0-dim float32 tensor equal to 0 (nothing to score), got "
+           + (f"{out.dtype} of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__))
     on_device(fn, rand(2, 4, 7, seed=9), _mlm_targets(2, 4, 7, seed=9))
+    for lg, y, what in ((rand(2, 4, 7, seed=9), _mlm_targets(2, 4, 7, seed=9), ''),
+                        (rand(2, 5, 7, seed=3), torch.full((2, 5), -100), ' when no position is selected')):
+        expect(not made_on_cpu(fn, lg, y), f"{_CPU_MADE}{what}: make the 0 with logits.new_zeros(()) or "
+               "torch.zeros((), device=logits.device), or guard the division with clamp(min=1) so that no new tensor is needed")
