@@ -336,3 +336,11 @@ def test_selfattention_forward_issue31():
 def test_split_heads_valid_issue31():
     assert_check(check_split_heads, lambda x, h: x.reshape(x.size(0), x.size(1), h, -1).permute(0, 2, 1, 3))
     assert_check(check_split_heads, lambda x, h: torch.einsum('bths->bhts', x.unflatten(-1, (h, x.size(-1) // h))))
+
+def att_row_dropout(q, k, v, mask=None, dropout=0., training=False):      # one draw per query: whole rows dropped
+    w = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask)
+    if training and dropout: w = w * (torch.rand(*w.shape[:-1], 1, device=w.device) >= dropout) / (1 - dropout)
+    return w @ v
+
+def test_attention_row_dropout_issue31():
+    assert_check(check_attention, attention, [(att_row_dropout, "zeroes a query's weights all together")])

@@ -307,3 +307,12 @@ def test_lesson_27_runs_the_learners_pieces(tmp_path):
     for k in seen['checks']:
         assert seen['before ablation'][k] > seen['checks'][k], f"the Llama-style model never called the learner's {k}"
         assert seen['after ablation'][k] > seen['before ablation'][k], f"the ablation never called the learner's {k}"
+
+def rot_half_positions(q, k, v, start=0, theta=10000.):       # positions in float16: exact only up to 2048
+    a = (_pos(q, start).half().double()[:, None] * theta ** (-torch.arange(0, q.size(-1), 2, dtype=torch.float64, device=q.device) / q.size(-1)))
+    return _halves(q, a), _halves(k, a), v
+def rms_normalize(x, w, eps=1e-5): return F.normalize(x, dim=-1) * x.size(-1) ** 0.5 * w   # its clamp is no eps
+
+def test_far_positions_and_hidden_clamps_issue31():
+    assert_check(check_rotary, rotary, [(rot_half_positions, 'far into a sequence.*float16')])
+    assert_check(check_rms_norm, rms_norm, [(rms_normalize, "F.normalize's")])

@@ -157,6 +157,8 @@ def check_attention(fn):
     expect(not (abs(rate - (1 - 0.75 ** 2)) < 0.06 and same(c, torch.full_like(c, 1 / 0.75 ** 2), atol=1e-3)),
            f"you applied dropout twice (measured a rate of {rate:.2f} for dropout=0.25, and the kept weights scaled by "
            "1/0.75²): drop the weights once, with F.dropout(w, dropout, training)")
+    expect(float(zero.all(-1).float().mean()) < (rate + rate ** 16) / 2, "your dropout zeroes a query's weights all "
+           "together: each weight is dropped on its own (F.dropout on the weights)")
     expect_rate(rate, 0.25, 0.06, "with dropout=0.25 a quarter of the weights should be 0")
     c = dw[~zero] / w[~zero]
     expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "the kept weights should be scaled by 1/(1 - dropout), so "

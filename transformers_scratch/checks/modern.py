@@ -96,6 +96,16 @@ def check_rotary(fn):
                      f"the {name} differ from RoPE's turn at positions {start}..{start + q.size(2) - 1} for shape {tuple(x.shape)}, "
                      "and from each usual mistake: pair (i, i + s/2) of the token at position p turns by p·θ^(-2i/s), "
                      "x·cos + rotate_half(x)·sin")
+    q, k, v = rand(1, 2, 3, 4, seed=13), rand(1, 1, 3, 4, seed=14), rand(1, 1, 3, 4, seed=15)   # far into a sequence
+    out = run(q, k, v, start=3001)
+    expect(isinstance(out, (tuple, list)) and len(out) == 3, "return three tensors, (q, k, v), the values included")
+    pos = torch.arange(3001, 3004)
+    for o, x, name in ((out[0], q, 'q'), (out[1], k, 'k')):
+        run.like(o, x, f"the {name} you return")
+        if same(o, _turn(x, pos, 10000.), atol=5e-3, rtol=1e-2): continue          # float32 angles are this precise there
+        expect(False, "right near the start, wrong far into a sequence (positions 3001..3003): are the positions or the "
+               "angles in a low precision? float16 holds whole numbers exactly only up to 2048, bfloat16 up to 256: "
+               "compute them in float32, and cast cos and sin to q's dtype at the end")
     (q, k, v), kw = _rotary_fixtures()[1]
     on_device(fn, q, k, v, **kw)
 
@@ -153,8 +163,10 @@ def check_rms_norm(fn):
                "the mean of the squares, inside the square root")
         for other in (1e-5, 1e-6, 1e-8, 0.):
             wo = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + other) * w
-            expect(other == e or same(wo, ref) or not same(out, wo), f"use the eps you are given (eps={e:g} here): it looks like "
-                   f"you used {other:g}" if given else f"the default eps is 1e-5: it looks like you used {other:g}")
+            what = f"{other:g}" if other else "0 (or a clamp that does nothing at these sizes, as F.normalize's)"
+            expect(other == e or same(wo, ref) or not same(out, wo), f"use the eps you are given (eps={e:g} here), added to "
+                   f"the mean of the squares: it looks like you used {what}" if given else
+                   f"the default eps is 1e-5: it looks like you used {what}")
         diagnose(out, ref, _rms_wrongs(x, w, e), f"for x of shape {tuple(x.shape)} the values differ from x / √(mean(x²) + eps) · weight")
     on_device(fn, *_rms_fixtures()[0])
 
