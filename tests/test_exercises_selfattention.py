@@ -277,3 +277,47 @@ def test_gradient_cut_through_python_is_caught():
     assert_check(check_raw_weights, raw_weights, [(rw_lists, 'no gradient back to the input')])
     assert_check(check_row_softmax, row_softmax, [(sm_no_grad, 'no gradient back to the input')])
     assert_check(check_basic_self_attention, basic_self_attention, [(bsa_item_loop, r"no gradient back to the input|stay on the inputs' device")])
+
+# issue 31, second audit: numerical stability outside row_softmax, one-sided raw weights, einsum letters
+def _exp_softmax(raw, shift=False):
+    e = (raw - raw.amax(-1, keepdim=True) if shift else raw).exp()
+    return e / e.sum(-1, keepdim=True)
+def sa_exp_no_max(x): return torch.bmm(_exp_softmax(torch.bmm(x, x.transpose(1, 2))), x)
+def sa_exp_shift_global(x):                              # subtracts one max over the whole batch, not each row's
+    raw = torch.bmm(x, x.transpose(1, 2))
+    e = (raw - raw.max()).exp()
+    return torch.bmm(e / e.sum(-1, keepdim=True), x)
+def sa_exp_float64(x):                                   # float64 only delays the overflow: exp(710) is inf there too
+    return torch.bmm(_exp_softmax(torch.bmm(x, x.transpose(1, 2)).double()).to(x.dtype), x)
+def es_exp_no_max(x): return torch.einsum('bij,bje->bie', _exp_softmax(torch.einsum('bie,bje->bij', x, x)), x)
+def es_out_bie(x): return torch.einsum('bij,bie->bie', F.softmax(torch.einsum('bie,bje->bij', x, x), -1), x)
+def es_out_bje(x): return torch.einsum('bij,bje->bje', F.softmax(torch.einsum('bie,bje->bij', x, x), -1), x)
+def es_weights_bii(x):                                   # 'bie,bie->bi': only x_i · x_i, broadcast over j
+    return torch.einsum('bij,bje->bie', F.softmax(torch.einsum('bie,bie->bi', x, x)[..., None].expand(-1, -1, x.size(1)), -1), x)
+def rw_norms_rows(x): return (x * x).sum(-1, keepdim=True).expand(-1, -1, x.size(1))
+def rw_norms_cols(x): return (x * x).sum(-1)[:, None, :].expand(-1, x.size(1), -1)
+def rw_einsum_bii(x): return torch.einsum('bie,bie->bi', x, x)[..., None].expand(-1, -1, x.size(1))
+def rw_diag(x): return torch.diag_embed(torch.einsum('bie,bie->bi', x, x))
+def rw_sums(x): return x.sum(-1, keepdim=True) * x.sum(-1)[:, None, :]
+
+def test_issue31_audit_wrongs():
+    assert_check(check_basic_self_attention, basic_self_attention, [
+        (sa_exp_no_max, r'inf or NaN for long vectors.*max'), (sa_exp_shift_global, r'long vectors'),
+        (sa_exp_float64, r'long vectors'), (es_out_bie, r'output is x itself'), (es_out_bje, r'column of weights')])
+    assert_check(check_einsum_self_attention, einsum_self_attention, [
+        (es_exp_no_max, r'inf or NaN for long vectors'), (es_out_bie, r"output is x itself.*'bij,bje->bie'"),
+        (es_out_bje, r"->bje"), (es_weights_bii, r"letters of each einsum")])
+    assert_check(check_raw_weights, raw_weights, [
+        (rw_norms_rows, r'row i is the squared norm'), (rw_norms_cols, r'column j is the squared norm'),
+        (rw_einsum_bii, r'row i is the squared norm'), (rw_diag, r'only the diagonal'), (rw_sums, r'sums of the vectors')])
+
+def sa_stable_by_hand(x):                                # each row's max subtracted by hand, then exp
+    return torch.bmm(_exp_softmax(torch.bmm(x, x.transpose(1, 2)), shift=True), x)
+def sa_logsumexp(x):
+    raw = x @ x.mT
+    return (raw - raw.logsumexp(-1, keepdim=True)).exp() @ x
+def es_stable_by_hand(x): return torch.einsum('bij,bje->bie', _exp_softmax(torch.einsum('bie,bje->bij', x, x), shift=True), x)
+
+def test_issue31_audit_valid():
+    for fn in (sa_stable_by_hand, sa_logsumexp, es_stable_by_hand): assert_check(check_basic_self_attention, fn)
+    assert_check(check_einsum_self_attention, es_stable_by_hand)

@@ -27,6 +27,14 @@ def _otherwise(out, ref, hint):
                 "Compute in the inputs' dtype throughout")
     return hint
 
+def _one_sided(x):
+    "Wrong answers whose entry [i, j] depends on i only (or j only): the squared norms (b, t) repeated along a row (or a column)"
+    t, norms = x.size(1), (x * x).sum(-1)
+    return [(norms[:, :, None].expand(-1, -1, t), "every entry of row i is the squared norm ‖x_i‖² = x_i · x_i: entry [i, j] must depend on "
+             "both x_i and x_j, their dot product x_i · x_j (x xᵀ)"),
+            (norms[:, None, :].expand(-1, t, -1), "every entry of column j is the squared norm ‖x_j‖² = x_j · x_j: entry [i, j] must depend "
+             "on both x_i and x_j, their dot product x_i · x_j (x xᵀ)")]
+
 def _expect_grad(run, x):
     "The result must carry a gradient back to `x`: attention is trained through it"
     def _out_error(e, args):
@@ -59,7 +67,11 @@ def check_raw_weights(fn):
             (raw[:1].expand_as(raw), "every sequence got the weights of the first one: compute x xᵀ for each sequence"),
             (F.normalize(x, dim=-1) @ F.normalize(x, dim=-1).transpose(1, 2),
              "you normalised the vectors (a cosine similarity): the raw weights are the plain dot products"),
-            (-torch.cdist(x, x) ** 2, "that is a (negative squared) distance: the raw weights are the dot products x_i · x_j")],
+            (-torch.cdist(x, x) ** 2, "that is a (negative squared) distance: the raw weights are the dot products x_i · x_j"),
+            (x.sum(-1, keepdim=True) @ x.sum(-1, keepdim=True).transpose(1, 2), "you multiplied the sums of the vectors: a dot "
+             "product sums the products of matching elements, Σ_k x[b, i, k] x[b, j, k]"),
+            (torch.diag_embed((x * x).sum(-1)), "only the diagonal (x_i · x_i) is filled: every pair (i, j) gets its dot product")]
+            + _one_sided(x),
             _otherwise(out, _slow_raw_weights(x), "the values are wrong: entry [b, i, j] should be the dot product x[b, i] · x[b, j]"))
     x = rand(3, 4, 5, seed=3, dtype=torch.bfloat16)
     out = run(x)
@@ -135,8 +147,8 @@ def _slow_self_attention(x):
             y[bi, i] = sum(w[j] * x[bi, j] for j in range(t))
     return y
 
-def _check_self_attention(fn):
-    "The shared checks of the basic self-attention exercises"
+def _check_self_attention(fn, otherwise="the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x"):
+    "The shared checks of the basic self-attention exercises; `otherwise`: the hint for values wrong in an unknown way"
     run = Runs(fn)
     for x in (rand(1, 5, 3, seed=7), rand(4, 6, 7, seed=8, dtype=torch.float64)):   # t != e; a batch of 1, of 4
         b, t, e = x.shape
@@ -163,8 +175,19 @@ def _check_self_attention(fn):
             (F.softmax(raw, -1) @ x + x, "you added x to the output (a residual connection): the block adds it later, here y = w x alone"),
             (F.log_softmax(raw, -1) @ x, "you used log_softmax: the weights are the softmax itself, positive and summing to 1"),
             (F.softmax(raw / t ** 0.5, -1) @ x, "you scaled by √t, the sequence length: the basic operation has no scaling "
-             "(lesson 03 divides by √s, the size of the vectors, not of the sequence)")],
-            _otherwise(out, _slow_self_attention(x), "the values are wrong: compute softmax(x xᵀ) over the last dim, then multiply by x"))
+             "(lesson 03 divides by √s, the size of the vectors, not of the sequence)"),
+            (x, "your output is x itself: y_i = Σ_j w_ij x_j sums over j, the vectors attended to — multiplying each x_i by "
+             "its own row of weights (which sums to 1) gives x_i back (in einsum, 'bij,bje->bie', not 'bij,bie->bie')"),
+            (F.softmax(raw, -1).sum(1)[..., None] * x, "each output is its own x_j times the sum of a column of weights: "
+             "y_i = Σ_j w_ij x_j, one output per row i, summing over j (in einsum, 'bij,bje->bie', not '->bje')")],
+            _otherwise(out, _slow_self_attention(x), otherwise))
+    for x in (20 * rand(1, 5, 3, seed=10), 20 * rand(2, 4, 6, seed=11)):   # long vectors: scores x_i · x_j of 700 and more
+        out = run(x)
+        run.like(out, x)
+        expect(bool(torch.isfinite(out).all()), "inf or NaN for long vectors (scores x_i · x_j of 700 and more): exp "
+               "overflows above 88 (float32), 709 (float64) — subtract each row's max before exp (F.softmax does this for you)")
+        diagnose(out, _slow_self_attention(x), otherwise="wrong for long vectors (scores of 700 and more): subtract each "
+                 "row's max before exp, then divide by the row sum")
     x = rand(3, 4, 5, seed=9, dtype=torch.bfloat16)
     out = run(x)
     run.like(out, x)
@@ -189,5 +212,6 @@ def _calls(fn, name):
 @checker(solution='selfattention.einsum_self_attention')
 def check_einsum_self_attention(fn):
     "Check `fn(x)`: basic self-attention written with `torch.einsum`"
-    _check_self_attention(fn)
+    _check_self_attention(fn, "the values are wrong: read the letters of each einsum — 'bie,bje->bij' gives the weights "
+                          "w[b, i, j] = x_i · x_j (summing e), then 'bij,bje->bie' gives y_i = Σ_j w_ij x_j (summing j)")
     expect(_calls(fn, 'einsum'), "right values, but this exercise is about torch.einsum: use it for both products")
