@@ -306,3 +306,39 @@ def test_fresh_batch():
     assert_check(check_sample, s_pow)
     assert_check(check_top_k, k_kthvalue)
     assert_check(check_top_p, top_p_filter, [(p_strict_keep, 'off by one')])
+
+
+# issue 31, second audit: the tie rule of top-p, an ascending threshold in top-k, a hard-coded k
+def p_gt(z, p):                                             # valid: drops a token when the mass before it is > p (keeps it at an exact tie)
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    drop = pr.cumsum(-1) - pr > p
+    return z.masked_fill(torch.zeros_like(drop).scatter(-1, idx, drop), NEG)
+def p_searchsorted(z, p):                                   # valid: the crossing token found with searchsorted, >= p
+    srt, idx = z.sort(-1, descending=True)
+    c = F.softmax(srt.float(), -1).cumsum(-1).contiguous()
+    n = torch.searchsorted(c, torch.full_like(c[..., :1], p)).clamp(max=z.size(-1) - 1)   # index of the first total >= p
+    keep = torch.arange(z.size(-1), device=z.device) <= n
+    return z.masked_fill(~torch.zeros_like(keep).scatter(-1, idx, keep), NEG)
+def p_one_extra(z, p):                                      # keeps one token after the crossing one
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    before = pr.cumsum(-1) - pr
+    keep = torch.cat([torch.ones_like(before[..., :1], dtype=torch.bool), before[..., :-1] < p], -1)
+    return z.masked_fill(~torch.zeros_like(keep).scatter(-1, idx, keep), NEG)
+def p_tie_cases():                                          # exact ties: uniform rows, probabilities 1/4 and 1/8 exactly
+    return [(torch.zeros(2, 4), 0.5, 2, 3), (torch.zeros(1, 8), 0.75, 6, 7), (torch.zeros(3, 4, dtype=torch.float64), 0.25, 1, 2)]
+
+def test_top_p_tie_rule():
+    for ok in (p_gt, p_searchsorted, top_p_filter): assert_check(check_top_p, ok)
+    for z, p, n_ge, n_gt in p_tie_cases():                 # the lesson's rule (>= p) and the other one (> p) at an exact tie
+        assert int((top_p_filter(z, p) > NEG).sum(-1)[0]) == n_ge
+        assert int((p_gt(z, p) > NEG).sum(-1)[0]) == n_gt
+    assert_check(check_top_p, top_p_filter, [(p_one_extra, 'one token more')])
+
+def k_ascending(z, k): return z.masked_fill(z < z.sort(-1).values[..., k - 1:k], NEG)       # the k-th smallest as threshold
+def k_fixed(z, k): return top_k_filter(z, 3)                                                # k hard-coded
+def k_first_sorted(z, k): return z.masked_fill(z < z.sort(-1, descending=True).values[..., :1], NEG)   # [..., 0]: always one token
+
+def test_top_k_causes():
+    assert_check(check_top_k, top_k_filter, [(k_ascending, 'smallest'), (k_fixed, 'k hard-coded'), (k_first_sorted, 'wrong tokens|kept 1|k hard')])

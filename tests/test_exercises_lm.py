@@ -107,3 +107,15 @@ def c_first_rows(s): return mask_scores(s, causal_mask(s.size(-1), device=s.devi
 def test_causal_scores_issue31():
     assert_check(check_causal_scores, causal_scores, [
         (c_tril_no_offset, r'last\* positions'), (c_arange_cpu, 'device'), (c_first_rows, r'last\* positions')])
+
+
+# issue 31, second audit: a mask taken one row early is named, not "hard-coded"
+def cs_row_early(s):
+    tq, tk = s.shape[-2:]
+    return mask_scores(s, causal_mask(tk, device=s.device)[tk - tq - 1:tk - 1])
+def cs_square_only(s):                                      # a square mask of t_k: wrong shape once t_q < t_k
+    return s.masked_fill(torch.ones(s.size(-1), s.size(-1), dtype=torch.bool, device=s.device).triu(1), neg_fill(s.dtype))
+
+def test_causal_scores_causes():
+    assert_check(check_causal_scores, causal_scores, [(cs_row_early, 'one row early|negative start'),
+                                                      (cs_square_only, 'not square|both sizes')])

@@ -15,9 +15,9 @@ def test_lm_pair():
         (lambda ids, i, n: (ids[i:i + n], ids[i + 1:i + n]), 'as many as the inputs'),          # one token short
         (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i:i + n]), 'swapped'),
         (lambda ids, i, n: (ids[i:i + n], ids[i + 2:i + n + 2]), r'y should be the window one token later'),
-        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i + 2:i + n + 2]), r'x should be the window'),
+        (lambda ids, i, n: (ids[i + 1:i + n + 1], ids[i + 2:i + n + 2]), r'x should be the window|one token late'),
         (lambda ids, i, n: ids[i:i + n + 1], 'return a pair'),
-        (lambda ids, i, n: (ids[i:i + n + 1], ids[i + 1:i + n + 2]), r"x should have seq_len"),
+        (lambda ids, i, n: (ids[i:i + n + 1], ids[i + 1:i + n + 2]), r"x should have seq_len|one too many"),
     ])
     assert_check(check_lm_pair, lambda ids, i, n: (ids[i:][:n], ids[i:][1:n + 1]))   # any right way passes
 
@@ -67,3 +67,19 @@ def lp_cpu_list(ids, i, n):                                 # through a Python l
 def test_lm_pair_issue31():
     assert_check(check_lm_pair, lm_pair, [
         (lp_roll, 'one token later'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device')])
+
+
+# issue 31, second audit: each wrong window gets its own cause, "hard-coded" only when the length is
+def lp_early(ids, i, n): return ids[i - 1:i - 1 + n], ids[i:i + n]               # starts at i - 1
+def lp_late(ids, i, n): return ids[i + 1:i + 1 + n], ids[i + 2:i + 2 + n]        # starts at i + 1
+def lp_short(ids, i, n): return ids[i:i + n - 1], ids[i + 1:i + n]               # one token short
+def lp_fixed(ids, i, n): return ids[i:i + 5], ids[i + 1:i + 6]                   # the first fixture's length, hard-coded
+def lp_dict(ids, i, n): return dict(input_ids=ids[i:i + n], labels=ids[i:i + n])  # Hugging Face's convention
+
+def test_lm_pair_causes():
+    assert_check(check_lm_pair, lm_pair, [
+        (lp_early, 'i - 1|one token early'), (lp_late, 'one token late|past its end'), (lp_short, 'one too few'),
+        (lp_fixed, 'hard-coded'), (lp_dict, 'not a dict')])
+    from transformers_scratch.core import CheckError
+    with pytest.raises(CheckError) as e: check_lm_pair(lp_early)
+    assert 'hard-coded' not in str(e.value)

@@ -171,6 +171,7 @@ def check_top_k(fn):
           ).bfloat16() / 8                                # distinct values, exact in bfloat16
     cases = [(z, 1), (z, 3), (z, 7), (rand(1, 6, seed=1), 2), (rand(2, 3, 9, seed=2), 4), (rand(3, 13, seed=6), 12),
              (rand(3, 8, seed=7, dtype=torch.float64), 3), (bf, 5), (rand(9, seed=8), 4)]   # one row (v,) last
+    passed_v = []                                         # the vocabulary sizes your filter got right
     for logits, k in cases + [(rand(3, 10, seed=10), 15), (rand(3, 13, seed=13), 13), (rand(3, 13, seed=14), 20)]:
         v = logits.size(-1)
         try: out = _filter_out(fn, logits, k, f'the filtered logits for k={k}')
@@ -182,6 +183,7 @@ def check_top_k(fn):
         keep, ref = ~_dropped(out), _slow_top_k(logits, k)
         if bool((keep == ref).all()):
             expect(torch.equal(out[keep], logits[keep]), "the kept logits changed: leave them as they are, only the others become -inf")
+            passed_v.append(v)
             continue
         _filter_wrongs(fn, logits, out, ref, k)
         expect(not bool((keep == ~ref).all()), "the mask is inverted: you removed the k largest logits and kept the others; "
@@ -195,8 +197,17 @@ def check_top_k(fn):
         expect(not bool((n == k + 1).all()), f"off by one: you kept {k + 1} tokens for k={k}; keep the logits >= the k-th largest")
         expect(not bool((n == k - 1).all()), f"off by one: you kept {k - 1} tokens for k={k}; keep the logits >= the k-th largest")
         expect(not bool((n == k).all()), f"for k={k} the wrong tokens were kept: keep the k largest logits of each row")
-        expect(False, f"for k={k} and logits of shape {tuple(logits.shape)} each row should keep {k} tokens, you kept {n.flatten().tolist()[:6]}: "
-               "is a size hard-coded?")
+        expect(not (k > 1 and bool((keep == _slow_top_k(logits, v - k + 1)).all())), f"you kept {v - k + 1} tokens for k={k}, "
+               "the logits >= the k-th *smallest*: your threshold comes from an ascending sort; take the k-th largest "
+               "(sort(-1, descending=True), or torch.topk)")
+        expect(not (k == 1 and bool(keep.all())), "for k=1 you kept every token: the threshold is the k-th *smallest* logit "
+               "(an ascending sort, or [..., 0] of a descending one); keep the logits >= the k-th largest (topk(...).values[..., -1:])")
+        expect(not any(bool((n == min(k, pv)).all()) for pv in passed_v if pv != v), f"for k={k} and v={v} each row kept "
+               f"{n.flatten().tolist()[:1]} tokens, min(k, v) of another vocabulary size: is v hard-coded? Take it from logits.size(-1)")
+        right_before = [kk for kk in sorted({c[1] for c in cases}) if kk != k and (n == kk).all()]
+        expect(not right_before, f"for k={k} each row kept {right_before[:1]} tokens: is k hard-coded? Use the k you are given")
+        expect(False, f"for k={k} and logits of shape {tuple(logits.shape)} each row should keep its {k} largest logits, you "
+               f"kept {n.flatten().tolist()[:6]} tokens: the threshold is the k-th largest of each row, taken over the last dim")
     on_device(fn, rand(2, 9, seed=3), 3)
 
 # %% ../../nbs/20_generate.ipynb #bb1bd9bc
@@ -224,7 +235,7 @@ _TOP_P_3D = torch.tensor([[[0.40, 0.11, 0.05, 0.20, 0.15, 0.09], [0.06, 0.33, 0.
 
 @checker(solution='generate.top_p_filter')
 def check_top_p(fn):
-    "Check `fn(logits, p)`: the smallest set of most probable tokens with total probability >= `p` kept, the others -inf"
+    "Check `fn(logits, p)`: the smallest set of most probable tokens with total probability >= `p` kept, the others -inf; at an exact tie (the tokens before one add up to exactly `p`) keeping it (> p) is accepted too"
     cases = [(_TOP_P_ROWS, p, torch.float32) for p in _TOP_P_PS] + [
         (_TOP_P_ONE, 0.5, torch.float32), (_TOP_P_ONE, 0.86, torch.float32), (_TOP_P_3D, 0.55, torch.float32),
         (_TOP_P_ROWS, 0.6, torch.float64), (_TOP_P_ROWS, 0.8, torch.bfloat16), (_TOP_P_ONE[0], 0.75, torch.float32)]   # one row (v,) last
@@ -243,6 +254,9 @@ def check_top_p(fn):
                "vocabulary order: sort the probabilities first, largest first (sort(-1, descending=True)), then cumsum")
         crossing = torch.zeros_like(keep).scatter(-1, idx, srt.cumsum(-1) <= p)
         expect(not bool((keep == crossing).all()), f"off by one at p={p}: also keep the token that takes the total past p (drop a token only when the tokens before it reach p)")
+        extra = torch.zeros_like(keep).scatter(-1, idx, torch.cat([torch.zeros_like(srt[..., :1]), srt.cumsum(-1)[..., :-1] - srt[..., :-1]], -1) < p)
+        expect(not bool((keep == extra).all()), f"off by one at p={p}: you kept one token more than the one that takes the total "
+               "past p; a token whose predecessors already add up to p (>= p) is dropped: mass before it = cumsum - its own probability")
         asc, aidx = probs.sort(-1)                                # walking up from the least probable token
         ascending = torch.zeros_like(keep).scatter(-1, aidx, asc.cumsum(-1) - asc < p)
         expect(not bool((keep == ascending).all()), "you kept the least probable tokens: sort in decreasing order (descending=True)")

@@ -33,8 +33,13 @@ def check_causal_scores(fn):
                                                       "(lesson 02), not a fixed -1e9 or float32's minimum")
             if len(shape) != 4: return (f"scores of shape {shape} (any leading dims) raised {msg}: take t_q, t_k from "
                                                  "scores.shape[-2:]")
+            if 'size of tensor a (0)' in str(e) or 'size of tensor b (0)' in str(e):
+                return (f"your mask is empty for scores {shape}: a slice of the mask with a negative start (t_k - t_q - 1 = -1 "
+                        "for square scores, one row early) selects nothing; query i sits at row t_k - t_q + i ({msg})")
             if tq != tk: return (f"with a cache the scores are (t_q, t_k) = ({tq}, {tk}), not square: build the mask from both sizes ({msg})")
-            return (f"scores of shape {shape} raised {msg}: nothing hard-coded, take the sizes from the scores")
+            if 'must match the size' in str(e): return (f"your mask does not have the shape (t_q, t_k) = ({tq}, {tk}) of the "
+                                                        f"scores {shape} ({msg}): take both sizes from scores.shape[-2:]")
+            return f"scores of shape {shape} raised {msg}"
         out = Runs(fn, on_error=_hint)(s)
         expect(not (shape[0] == 1 and isinstance(out, torch.Tensor) and out.shape == s.shape[1:]), "for a batch of one the batch dim is gone: a stray .squeeze()?")
         expect_like(out, s, 'the masked scores')

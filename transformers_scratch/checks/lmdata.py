@@ -10,7 +10,7 @@ import torch   # noqa: F401 (the checks, written in lesson 20a, use it)
 from ..core import *
 from ..lmdata import *
 
-# %% ../../nbs/20a_lmdata.ipynb #03d4b015
+# %% ../../nbs/20a_lmdata.ipynb #284fed28
 #| code-fold: true
 # @title check_lm_pair
 from ..core import randint
@@ -22,6 +22,7 @@ def _slow_lm_pair(ids, i, seq_len):
 @checker(solution='lmdata.lm_pair')
 def check_lm_pair(fn):
     "Check `fn(ids, i, seq_len)` on irregular ids: the window `x` at `i` and its targets `y`, the same window shifted by one"
+    first_n = 5                                               # the first window's length
     for ids, cases in ((randint(0, 1000, (61,), seed=0), ((0, 5), (3, 5), (17, 8), (52, 8))),   # 52 + 8 + 1 = 61: the last window that fits
                        (randint(0, 50, (12,), seed=1), ((4, 1), (0, 11), (2, 9)))):              # a window of one token; the whole text
         for i, n in cases:
@@ -29,12 +30,22 @@ def check_lm_pair(fn):
                 return (f"for {len(ids)} ids, i={i}, seq_len={n} your code raised {type(ex).__name__}: {str(ex)[:60]} "
                                  "(nothing hard-coded: use i, seq_len and the ids you are given)")
             out = Runs(fn, on_error=_hint)(ids, i, n)
+            expect(not isinstance(out, dict), f"return a pair (x, y), not a dict ({list(out)[:2] if isinstance(out, dict) else ''}, "
+                   "Hugging Face's input_ids/labels, where the model shifts the labels itself): here y is already shifted")
             expect(isinstance(out, (tuple, list)) and len(out) == 2, "return a pair (x, y)")
             x, y = out
             expect(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor), f"x and y should be tensors, got {type(x).__name__} and {type(y).__name__}")
             expect(not (n == 1 and (x.shape == () or y.shape == ())), "for seq_len=1 x and y have shape (1,): a stray .squeeze() or ids[i] instead of a slice?")
             rx, ry = _slow_lm_pair(ids, i, n)
-            expect(tuple(x.shape) == (n,), f"x should have seq_len={n} tokens (i={i}), got shape {tuple(x.shape)}: use seq_len, nothing hard-coded")
+            got = x.numel() if x.dim() == 1 else None
+            expect(not (got == 0 and i == 0), "x is empty for i=0: a slice from i - 1 = -1 starts at the end of the text; the "
+                   "window starts at position i, x = ids[i:i + seq_len]")
+            expect(got != n + 1, f"x has {n + 1} tokens, one too many for seq_len={n}: x = ids[i:i + seq_len] (the end is excluded)")
+            expect(got != n - 1, f"x has {n - 1} tokens, one too few for seq_len={n}: x = ids[i:i + seq_len], seq_len tokens")
+            expect(not (got is not None and got != n and got == first_n), f"x has {got} tokens for seq_len={n}, as many as for "
+                   f"seq_len={first_n} before: is the length hard-coded? Use seq_len")
+            expect(tuple(x.shape) == (n,), f"x should have seq_len={n} tokens (i={i}), got shape {tuple(x.shape)}: the window is "
+                   "ids[i:i + seq_len], a 1-D slice of the ids")
             expect(not (y.shape == (n - 1,)), f"y has {n - 1} tokens: the targets are as many as the inputs, seq_len, the same window one token later")
             expect(not (i == 0 and y.numel() == 0), "y is empty for i=0: a slice from i - 1 = -1 starts at the end of the text; the targets are "
                    "shifted the wrong way, they are the *next* tokens, one position later than the inputs")
@@ -47,6 +58,10 @@ def check_lm_pair(fn):
                    "later), not the next id numbers")
             expect(not (i > 0 and torch.equal(y, ids[i - 1:i + n - 1])), "the targets are shifted the wrong way: they are the *next* tokens, one position later, not earlier")
             expect(not (i > 0 and torch.equal(x, ids[:n])), "the window starts at position i: you started at 0")
+            expect(not (i > 0 and torch.equal(x, ids[i - 1:i - 1 + n])), "the window starts one token early, at i - 1: x = "
+                   "ids[i:i + seq_len], and y the same window one token later")
+            expect(not (i + 1 + n <= len(ids) and torch.equal(x, ids[i + 1:i + 1 + n])), "the window starts one token late, at "
+                   "i + 1: x = ids[i:i + seq_len] starts at position i")
             expect(not (i > 1 and len(ids) >= i * n + n and torch.equal(x, ids[i * n:i * n + n])),
                    "the window starts at token i, not at token i * seq_len")
             expect(torch.equal(x, rx), f"x should be the window of seq_len tokens that starts at position i (here the tokens at positions {i} to {i + n - 1})")
