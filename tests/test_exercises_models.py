@@ -115,7 +115,6 @@ def _body(t, x, drop):
     return t.norm(h)
 def dropout_twice(t, x): return _body(t, x, lambda h: t.do(t.do(h)))
 def own_dropout(t, x): return _body(t, x, lambda h: t.do(F.dropout(h, 0.1)))              # F.dropout is on in eval mode too
-def own_dropout_p(t, x): return _body(t, x, lambda h: F.dropout(h, t.do.p, t.training))   # right in spirit, not trunk.do
 def eval_inside(t, x):                                    # "no randomness, please": eval inside, the mode given back
     was = t.training
     t.eval()
@@ -129,7 +128,6 @@ def test_check_trunk_forward_training_mode():
     assert_check(check_trunk_forward, trunk_forward, [
         (dropout_twice, 'trunk.do twice'),
         (own_dropout, 'changes from call to call'),
-        (own_dropout_p, r'trunk.do\(h\)'),
         (eval_inside, 'eval-mode one: dropout never ran'),
         (dropout_if_eval, r'forgot trunk.do|dropout'),
         (extra_dropout_out, r'drawn again on the output'),
@@ -192,3 +190,47 @@ def embeddings_as_float(t, x):                             # .float() on the emb
 
 def test_check_trunk_forward_round_three():
     assert_check(check_trunk_forward, trunk_forward, [(embeddings_as_float, r'the trunk here is torch.float64: keep that dtype')])
+
+
+# issue 31, second audit: F.dropout with the trunk's rate and mode is valid; dropout drawn after each block or twice is named
+def f_dropout_p(t, x): return _body(t, x, lambda h: F.dropout(h, t.do.p, t.training))
+def f_dropout_kw(t, x): return _body(t, x, lambda h: F.dropout(h, p=t.do.p, training=t.training))
+def functional_dropout(t, x):                            # torch.nn.functional.dropout through getattr, the rate read once
+    p = t.do.p
+    return _body(t, x, lambda h: torch.nn.functional.dropout(h, p, t.training, False))
+
+def test_f_dropout_with_the_trunks_rate_passes():
+    for fn in (f_dropout_p, f_dropout_kw, functional_dropout): assert_check(check_trunk_forward, fn)
+
+def do_after_each_block(t, x):
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1), device=x.device)[None] if m is None else positions_from_pad(m)
+    h = t.do(t.token_emb(x) + t.pos_emb(p))
+    for blk in t.blocks: h = t.do(blk(h, m))
+    return t.norm(h)
+def do_twice_on_tokens(t, x):
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1), device=x.device)[None] if m is None else positions_from_pad(m)
+    h = t.do(t.do(t.token_emb(x)) + t.pos_emb(p))
+    for blk in t.blocks: h = blk(h, m)
+    return t.norm(h)
+def do_on_tokens_and_positions(t, x):                    # each term dropped on its own, then added
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1), device=x.device)[None] if m is None else positions_from_pad(m)
+    h = t.do(t.token_emb(x)) + t.do(t.pos_emb(p))
+    for blk in t.blocks: h = blk(h, m)
+    return t.norm(h)
+def f_dropout_p_end_too(t, x): return F.dropout(f_dropout_p(t, x), t.do.p, t.training)   # the rate read, drawn again at the end
+def f_dropout_p_always(t, x): return _body(t, x, lambda h: F.dropout(h, t.do.p))         # the rate read, the mode not
+def f_dropout_p_tokens(t, x):                            # the rate read, on the tokens alone
+    m = t.pad_mask(x)
+    p = torch.arange(x.size(1), device=x.device)[None] if m is None else positions_from_pad(m)
+    h = F.dropout(t.token_emb(x), t.do.p, t.training) + t.pos_emb(p)
+    for blk in t.blocks: h = blk(h, m)
+    return t.norm(h)
+
+def test_dropout_counted_and_placed():
+    assert_check(check_trunk_forward, trunk_forward, [
+        (do_after_each_block, r'trunk.do 4 times.*ran once more after each'), (do_twice_on_tokens, r'trunk.do twice'),
+        (do_on_tokens_and_positions, r'trunk.do twice'), (f_dropout_p_end_too, r'drawn again on the output'),
+        (f_dropout_p_always, r'changes from call to call'), (f_dropout_p_tokens, r'not the tokens alone')])

@@ -15,12 +15,30 @@ from ..config import ModelConfig   # noqa: F401 (as above)
 # %% ../../nbs/06_models.ipynb #928f7290
 #| code-fold: true
 # @title check_trunk_forward
-class _Scale(nn.Module):
-    "Stands in for the trunk's dropout `do` in the check: a fixed scaling, so that where `do` sits shows in the output"
-    def forward(self, x): return x * 0.7
+class _ReadsP(Exception):
+    "The answer read the dropout rate of the check's stand-in (F.dropout(h, trunk.do.p, trunk.training), a valid style)"
 
-def _trunk_cases():
-    "Small trunks in eval mode with token ids: a batch of one with front pads, odd sizes, end and front pads, no padding, float64, bfloat16"
+class _Scale(nn.Module):
+    "Stands in for the trunk's dropout `do` in the check: a fixed scaling, so that where `do` sits shows; `calls`: its inputs"
+    def __init__(self): super().__init__(); self.calls = []
+    @property
+    def p(self): raise _ReadsP()
+    def forward(self, x):
+        self.calls.append(x.detach())
+        return x * 0.7
+
+def _reads_p(fn):
+    "Does `fn` read `trunk.do.p` (F.dropout with the trunk's rate)? Then the check keeps the real dropout and judges it in training mode"
+    trunk, x = _trunk_cases()[1]
+    try:
+        with torch.no_grad(): fn(trunk, x)
+    except _ReadsP: return True
+    except Exception: pass
+    return False
+
+def _trunk_cases(real_do=False):
+    """Small trunks in eval mode with token ids: a batch of one with front pads, odd sizes, end and front pads, no padding,
+    float64, bfloat16; most with the stand-in `_Scale` for `trunk.do` (`real_do`: their own dropout, p=0.3)"""
     with torch.random.fork_rng(devices=[]):                  # repeatable, and your RNG is left alone
         torch.manual_seed(0)
         cases = []
@@ -34,7 +52,7 @@ def _trunk_cases():
             kw = dict(kw); dtype = kw.pop('dtype', torch.float32)
             causal = kw.pop('causal', False)
             trunk = Trunk(ModelConfig(**{'pad_idx': 1, **kw}), causal=causal).eval().to(dtype)
-            if scale: trunk.do = _Scale()
+            if scale: trunk.do = (nn.Dropout(0.3) if real_do else _Scale()).eval()
             with torch.no_grad():                           # LayerNorm weights that are not all 1 and 0: the norms count
                 for m in trunk.modules():
                     if isinstance(m, nn.LayerNorm): m.weight.uniform_(0.5, 1.5); m.bias.normal_(0, 0.3)
@@ -103,7 +121,7 @@ def _trunk_wrongs(trunk, x):
 def _trunk_error(e, args):
     "A hint for a crash of the trunk's forward on `args`"
     trunk = args[0]
-    if "'_Scale' object has no attribute" in str(e):
+    if "'_Scale' object has no attribute" in str(e) or isinstance(e, _ReadsP):
         return ("call the trunk's dropout module itself, trunk.do(h): the check swaps it for a stand-in (a fixed scaling, "
                 "so that where it sits shows), which has no dropout rate to read")
     if 'mixed dtype' in str(e) or 'scalar type' in str(e) or 'same dtype' in str(e):
@@ -121,6 +139,13 @@ def _train_case():
     x = randint(2, 30, (3, 8), seed=21)
     x[0, :2], x[2, 6:] = 1, 1
     return trunk, x
+
+def _expect_do_once(trunk, x):
+    "With the stand-in as `trunk.do`: it must have run once (or never, for a dropout of the answer's own, judged elsewhere)"
+    n, depth = len(trunk.do.calls), len(trunk.blocks)
+    expect(n <= 1, f"you applied trunk.do {'twice' if n == 2 else f'{n} times'} in one forward (this trunk has {depth} blocks"
+           f"{', and it ran once more after each' if n == depth + 1 else ''}): apply it once, to the sum of the token and "
+           "position embeddings, before the blocks — each block has its own dropout inside")
 
 def _check_train_mode(run, trunk, x):
     "In training mode, under the same random draws as the reference: where and how often dropout is drawn shows"
@@ -140,15 +165,17 @@ def _check_train_mode(run, trunk, x):
         (dict(do='end'), "in training mode trunk.do goes on the embeddings, before the blocks, not on the output"),
         (dict(do='both'), "in training mode dropout is drawn again on the output: trunk.do goes on the embeddings only"))],
         "right in eval mode, wrong in training mode: the dropout must be trunk.do, once, on token + position embeddings, "
-        "before the blocks (no F.dropout of your own)")
+        "before the blocks (trunk.do(h), or F.dropout(h, trunk.do.p, trunk.training); no rate or mode of your own)")
 
 @checker(solution='models.trunk_forward')
 def check_trunk_forward(fn):
     "Check `fn(trunk, x)`: the forward of `Trunk` `trunk` on (b, t) token ids, without a cache"
     run = Runs(fn, _trunk_error)
+    real_do = _reads_p(fn)
     with torch.no_grad():
-        for trunk, x in _trunk_cases():
+        for trunk, x in _trunk_cases(real_do):
             out = run(trunk, x)
+            if isinstance(trunk.do, _Scale): _expect_do_once(trunk, x)
             ref = _trunk_run(trunk, x)
             run.like(out, ref)
             expect(not trunk.training, "leave the trunk's mode alone: it was in eval mode and your code switched it to training")
@@ -163,5 +190,5 @@ def check_trunk_forward(fn):
                          "wrong values for a bfloat16 trunk")
         trunk, x = _train_case()
         _check_train_mode(run, trunk, x)
-        for trunk, x in _trunk_cases()[1:3]:             # with padding, and without (positions 0..t-1 made on x's device?)
+        for trunk, x in _trunk_cases(real_do)[1:3]:      # with padding, and without (positions 0..t-1 made on x's device?)
             on_device(fn, trunk, x)
