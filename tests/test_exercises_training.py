@@ -174,3 +174,48 @@ def float_predictions(model, opt, loss_func, x, y):
 
 def test_check_train_step_round_three():
     assert_check(check_train_step, train_step, [(float_predictions, r'the loss is torch.float32, the model.s is torch.float64')])
+
+# issue 31, second audit: the mode the forward ran in, wherever model.train() is called
+def train_after_forward(model, opt, loss_func, x, y):    # the forward ran in eval mode, the backward in train mode
+    opt.zero_grad()
+    loss = loss_func(model(x), y)
+    model.train()
+    loss.backward()
+    opt.step()
+    return loss.detach()
+def train_after_step(model, opt, loss_func, x, y):       # "leave it in training mode": too late for this step
+    opt.zero_grad()
+    loss = loss_func(model(x), y)
+    loss.backward()
+    opt.step()
+    model.train()
+    return loss.detach()
+def eval_forward_train_mode(model, opt, loss_func, x, y):   # the forward run under evaluating-style eval(), mode given back
+    model.train()
+    opt.zero_grad()
+    model.eval()
+    out = model(x)
+    model.train()
+    loss = loss_func(out, y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+def test_forward_mode_is_named():
+    assert_check(check_train_step, train_step, [
+        (train_after_forward, r'forward ran with the model in eval mode.*before model\(x\)'),
+        (train_after_step, r'forward ran with the model in eval mode'),
+        (eval_forward_train_mode, r'forward ran with the model in eval mode')])
+
+def peek_in_eval(model, opt, loss_func, x, y):            # a look at the predictions in eval mode first: harmless
+    model.eval()
+    with torch.no_grad(): model(x)
+    model.train()
+    opt.zero_grad()
+    loss = loss_func(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+def test_an_extra_eval_forward_passes():
+    assert_check(check_train_step, peek_in_eval)

@@ -82,8 +82,11 @@ def check_train_step(fn):
         model = copy.deepcopy(model0)
         opt = make_opt(model)
         if stale: _stale(model)
+        modes = []                                          # the model's mode at each of your forwards
+        model.register_forward_pre_hook(lambda m, args: modes.append(m.training))
         for k, (x, y) in enumerate(batches):
             before = _params(model)
+            modes.clear()
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(1000 + k)
                 out = run(model, opt, loss_func, x, y)
@@ -104,6 +107,9 @@ def check_train_step(fn):
             expect(model.training, "the model is still in eval mode: call model.train() first, so that dropout (and "
                    "batch norm) work as in training (the check hands you a model in eval mode, as after a validation)")
             if not _same_params(now, _params(ref_model)):
+                expect(all(modes), f"your forward ran with the model in eval mode{' (one of your ' + str(len(modes)) + ' forwards)' if len(modes) > 1 else ''}: "
+                       "call model.train() before model(x), not after it — the mode acts during the forward (dropout drew no "
+                       "mask for this loss)")
                 if _same_params(now, before):
                     expect(_no_grads(model), "the parameters did not move although backward gave gradients: call "
                            "opt.step() after loss.backward()")
