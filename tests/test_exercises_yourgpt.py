@@ -401,7 +401,7 @@ class att_view(att_sdpa):                                         # .view after 
 def test_attention_issue31_wrongs():
     assert_check(check_causal_self_attention, CausalSelfAttention, [
         (att_nano_double, 'applied twice.*resid_dropout'), (att_resid_only, "attention's output"),
-        (att_never_drops, 'never drops'), (att_drop_scores, 'before the softmax'), (att_fixed_p, r'training mode \(dropout=0.3\)'),
+        (att_never_drops, 'never drops'), (att_drop_scores, 'before the softmax'), (att_fixed_p, r'rate 0.1.*config.dropout'),
         (att_tril_cpu, 'device'), (att_arange_cpu, 'device'), (att_c_attn, 'c_attn'), (att_n_embd, 'n_embd.*config.emb'),
         (att_hf_tuple, 'tuple.*output alone'), (att_view, 'contiguous'), (att_nano_persistent, 'persistent=False')])
 
@@ -788,3 +788,99 @@ class gpt_drop_each_block(GPT):                                   # the trunk's 
 
 def test_gpt_dropout_after_each_block():
     assert_check(check_gpt, GPT, [(gpt_drop_each_block, 'after every block')])
+
+
+# --- issue 31, second audit: each mistake its own cause; "hard-coded" only where a size is -------------------------------
+class _AttV(att_sdpa):
+    "A hand-written attention with one step changed by `v` (a class attribute)"
+    v = None
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        s, t, V = q.size(-1), x.size(1), self.v
+        w = (k @ q.transpose(-2, -1) if V == 'kq' else q @ k.transpose(-2, -1)) / (1. if V == 'scale_after' else math.sqrt(s))
+        w = w.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float('-inf')).softmax(-1)
+        if V == 'scale_after': w = w / math.sqrt(s)
+        if V == 'drop_v': v = F.dropout(v, self.dropout, self.training)
+        else: w = F.dropout(w, 0.2 if V == 'rate' else self.dropout, self.training)
+        if V == 'twice': w = F.dropout(w, self.dropout, self.training)
+        return self.merge(w @ v)
+def _attv(v): return type(f'att_{v}', (_AttV,), {'v': v})
+class att_module_rate(_QKV):                                      # nn.Dropout(0.1) written in the code
+    def __init__(self, config):
+        super().__init__(config)
+        self.drop = nn.Dropout(0.1)
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        t = x.size(1)
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(
+            torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float('-inf')).softmax(-1)
+        return self.merge(self.drop(w) @ v)
+
+def test_attention_causes():
+    assert_check(check_causal_self_attention, CausalSelfAttention, [
+        (_attv('scale_after'), 'after the softmax'), (_attv('drop_v'), 'values v'), (_attv('twice'), 'dropped twice'),
+        (_attv('rate'), r'rate 0.2.*config.dropout'), (att_module_rate, r'Dropout\(p=0.1\).*config.dropout'),
+        (att_fixed_heads, 'right for .* hard-coded')])
+    from transformers_scratch.core import CheckError
+    with pytest.raises(CheckError) as e: check_causal_self_attention(_attv('kq'))   # kᵀq: no size is the cause
+    assert 'hard-coded' not in str(e.value)
+
+class blk_eps6(Block):                                            # nn.LayerNorm(e, eps=1e-6)
+    def __init__(self, config):
+        super().__init__(config)
+        self.norm1, self.norm2 = (nn.LayerNorm(config.emb, eps=1e-6) for _ in range(2))
+class blk_eps_norm2(Block):                                       # only the second norm's eps differs
+    def __init__(self, config):
+        super().__init__(config)
+        self.norm2.eps = 1e-8
+class blk_do_ffin(Block):                                         # do on the MLP's input
+    def forward(self, x):
+        h = x + self.do(self.attention(self.norm1(x)))
+        return h + self.ff(self.do(self.norm2(h)))
+class blk_f_dropout(Block):                                            # F.dropout(..., 0.1) instead of self.do
+    def forward(self, x):
+        h = x + F.dropout(self.attention(self.norm1(x)), 0.1, self.training)
+        return h + self.ff(self.norm2(h))
+class blk_rate(Block):                                            # do = nn.Dropout(0.1) written in the code
+    def __init__(self, config):
+        super().__init__(config)
+        self.do = nn.Dropout(0.1)
+class blk_norm_swap(Block):                                       # norm2 before the attention, norm1 before the MLP
+    def forward(self, x):
+        h = x + self.do(self.attention(self.norm2(x)))
+        return h + self.ff(self.norm1(h))
+
+def test_block_causes():
+    assert_check(check_block, Block, [(blk_eps6, 'eps=1e-06'), (blk_eps_norm2, 'eps=1e-08'), (blk_do_ffin, "MLP's input"),
+                                      (blk_f_dropout, 'blk.do'), (blk_rate, r'Dropout\(p=0.1\).*config.dropout'), (blk_norm_swap, 'norm')])
+    from transformers_scratch.core import CheckError
+    with pytest.raises(CheckError) as e: check_block(blk_norm_swap)
+    assert 'hard-coded' not in str(e.value)
+
+gpt_pos_batch = _gpt('gpt_pos_batch', lambda s, x: _trunk(s, s.trunk.token_emb(x) + s.trunk.pos_emb(torch.arange(x.size(0), device=x.device)[:, None])))
+gpt_pos_from1 = _gpt('gpt_pos_from1', lambda s, x: _trunk(s, s.trunk.token_emb(x) + s.trunk.pos_emb((_pos(x) + 1).clamp(max=s.config.seq_len - 1))))
+gpt_pos_zero = _gpt('gpt_pos_zero', lambda s, x: _trunk(s, s.trunk.token_emb(x) + s.trunk.pos_emb(0 * _pos(x))))
+def _blocks(s, h):
+    for b in s.trunk.blocks: h = b(h)
+    return h
+gpt_norm_twice = _gpt('gpt_norm_twice', lambda s, x: s.toprobs(s.trunk.norm(s.trunk.norm(_blocks(s, s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x)))))))
+gpt_drop_pos = _gpt('gpt_drop_pos', lambda s, x: _trunk(s, s.trunk.token_emb(x) + s.trunk.do(s.trunk.pos_emb(_pos(x)))))
+gpt_rate = _gpt('gpt_rate', lambda s, x: _trunk(s, F.dropout(s.trunk.token_emb(x) + s.trunk.pos_emb(_pos(x)), 0.5, s.training)))
+class gpt_eps(GPT):
+    def __init__(self, config):
+        super().__init__(config)
+        self.trunk.norm.eps = 1e-6
+
+def test_gpt_causes():
+    assert_check(check_gpt, GPT, [(gpt_pos_batch, 'batch size'), (gpt_pos_from1, 'not 1..t'), (gpt_pos_zero, 'pos_emb\\(0\\)|batch size'),
+                                  (gpt_norm_twice, 'applied twice'), (gpt_drop_pos, 'position embeddings alone'),
+                                  (gpt_rate, r'rate 0.5.*config.dropout'), (gpt_eps, 'eps=1e-06')])
+
+def gen_grad_off(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # switches gradients off for good
+    torch.set_grad_enabled(False)
+    return _loop(model, prompt, n, temperature, top_k, generator)
+
+def test_generate_grad_left_off():
+    try: assert_check(check_generate, generate, [(gen_grad_off, 'switched gradients off|no_grad')])
+    finally: torch.set_grad_enabled(True)
+    assert torch.is_grad_enabled()

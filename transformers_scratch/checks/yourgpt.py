@@ -17,7 +17,7 @@ from ..generate import top_k_filter   # noqa: F401
 from .block import _prenorm_wrongs, _block_wrongs, _Scale   # noqa: F401 (lesson 05's pre-norm mistakes)
 from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20's sampling helpers)
 
-# %% ../../nbs/26_your_gpt.ipynb #32c1174f
+# %% ../../nbs/26_your_gpt.ipynb #185b151e
 #| code-fold: true
 # @title check_causal_self_attention
 import functools
@@ -136,7 +136,7 @@ def _expect_causal(m, x, what, n_tokens=None):
            f"position {j} on changed. Hide every key after the query (j > i, above the diagonal)")
 
 def _attend(att, x, drop=(), p=0., hide=None, scale=None, dim=-1, fill=float('-inf'), merge=True, after=False, unify=True,
-            split=True):
+            split=True, scale_after=False):
     "Causal self-attention with the weights of `att` on x (b, t, e), one step changed; dropout `p` (F.dropout) at the `drop` places"
     b, t, e = x.size()
     h = att.heads
@@ -146,9 +146,10 @@ def _attend(att, x, drop=(), p=0., hide=None, scale=None, dim=-1, fill=float('-i
     hide = i[None, :] > i[:, None] if hide is None else hide               # (t, t) True above the diagonal
     if split: q, k, v = (D(f(x), 'qkv').view(b, t, h, s).transpose(1, 2) for f in (att.toqueries, att.tokeys, att.tovalues))
     else: q, k, v = (f(x).view(b, h, t, s) for f in (att.toqueries, att.tokeys, att.tovalues))
-    w = D(q @ k.transpose(-2, -1) / (math.sqrt(s) if scale is None else scale), 'scores')
+    w = D(q @ k.transpose(-2, -1) / (1. if scale_after else math.sqrt(s) if scale is None else scale), 'scores')
     w = w.softmax(dim).masked_fill(hide, 0.) if after else w.masked_fill(hide, fill).softmax(dim)
-    o = D(w, 'weights') @ v
+    w = w / math.sqrt(s) if scale_after else w
+    o = D(D(w, 'weights'), 'weights2') @ D(v, 'v')
     o = D(o, 'heads')
     o = o.transpose(1, 2).reshape(b, t, e) if merge else o.reshape(b, t, e)
     return D(att.unifyheads(o) if unify else o, 'out')
@@ -174,6 +175,8 @@ def _attn_wrongs(att, x):
             (run(scale=1.), "the scores are not scaled: divide q kᵀ by √s, s the head size"),
             (run(scale=float(s)), "divide the scores by √s, not by s"),
             (run(scale=math.sqrt(att.heads)), "scale the scores by 1/√s, s the head size, not by 1/√h, h the number of heads"),
+            (run(scale_after=True), "the 1/√s scale comes after the softmax, so the weights no longer sum to 1 (and the softmax "
+             "sees unscaled scores): divide q kᵀ by √s before the mask and the softmax"),
             (run(dim=-2), "the softmax runs over the queries: it runs over the keys, the last dim (dim=-1)"),
             (run(merge=False), "merging the heads: transpose (b, h, t, s) back to (b, t, h, s) before reshaping to "
              "(b, t, e); a reshape alone mixes positions and heads"),
@@ -190,7 +193,11 @@ _ATT_DROPS = [((), "in training mode your attention never drops anything: dropou
               (('heads',), "dropout falls on the heads' outputs (w @ v): it falls on the attention weights w, after the softmax"),
               (('scores',), "dropout falls on the scores before the softmax: it falls on the attention weights, after the "
                "mask and the softmax"),
-              (('qkv',), "dropout falls on q, k and v: it falls on the attention weights, after the mask and the softmax")]
+              (('qkv',), "dropout falls on q, k and v: it falls on the attention weights, after the mask and the softmax"),
+              (('v',), "dropout falls on the values v: it falls on the attention weights, after the mask and the softmax"),
+              (('weights', 'weights2'), "the attention weights are dropped twice (two dropouts in a row): once is enough")]
+
+_OTHER_RATES = (0.1, 0.2, 0.5, 0.0)                       # dropout rates written in the code instead of config.dropout
 
 def _same_statistics(m, ref, x, n=200):
     "Do `m` and `ref` in training mode give outputs of the same mean and per-element variance over `n` seeds each? (dropout drawn otherwise than by F.dropout)"
@@ -205,8 +212,30 @@ def _same_statistics(m, ref, x, n=200):
     corr = torch.corrcoef(torch.stack([va.flatten(), vr.flatten()]))[0, 1]
     return bool(z < 1.5 and 0.85 < va.mean() / vr.mean() < 1.18 and corr > 0.95)
 
-def _train_diff(m, ref, x, seed, wrongs, what, where, p):
-    "Compare `m(x)` and `ref(x)` in training mode with the same seed (the same dropout masks where dropout sits alike)"
+def _right_on(agrees):
+    "A description of the first fixture on which `agrees(config, b, t, dtype)` holds (your module equals the library's there), else None"
+    for c, b, t, dt in _fixtures():
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                if agrees(c, b, t, dt): return f"emb={c.emb}, heads={c.heads}, depth={c.depth} and t={t}"
+        except Exception: pass                                 # a crash there: not right there
+    return None
+
+def _agrees(cls, make_ref, what, x_of, run=lambda m, x: m(x)):
+    "`agrees(config, b, t, dtype)` for `_right_on`: `cls` loaded with the weights of `make_ref(config)` gives its outputs on `x_of(...)`"
+    def agrees(c, b, t, dt):
+        m, ref = _make(cls, c, what, dt), make_ref(c).eval().to(dt)
+        _load(m, ref, what)
+        x = x_of(c, b, t, dt)
+        out = run(m, x)
+        return isinstance(out, torch.Tensor) and out.shape == ref(x).shape and same(out, ref(x))
+    return agrees
+
+def _train_diff(m, ref, x, seed, wrongs, what, where, p, rates=()):
+    "Compare `m(x)` and `ref(x)` in training mode with the same seed (the same dropout masks where dropout sits alike); `rates` builds the reference at another dropout rate"
+    bad = next((d.p for d in m.modules() if isinstance(d, nn.Dropout) and d.p != p), None)
+    expect(bad is None, f"{what} has an nn.Dropout(p={bad}), the config's dropout is {p}: take the rate from config.dropout, "
+           "nothing written in the code")
     out = seeded(Runs(m), x, seed=seed)
     _tensor(out, what, 'return one tensor')
     want = seeded(ref, x, seed=seed)
@@ -214,6 +243,9 @@ def _train_diff(m, ref, x, seed, wrongs, what, where, p):
            f"{want.dtype}, got {tuple(out.shape)} {out.dtype}")
     if same(out, want): return
     for wf, hint in wrongs: expect(not same(out, seeded(wf, seed=seed)), hint)
+    for q in _OTHER_RATES if rates else ():
+        for rf in rates(q): expect(not same(out, seeded(rf, seed=seed)), f"{what} drops at the rate {q}, the config's dropout "
+                                   f"is {p}: take the rate from config.dropout (nn.Dropout(config.dropout)), nothing written in the code")
     if _same_statistics(m, ref, x): return                     # your own dropout, in the right place: its statistics agree
     expect(False, f"in training mode (dropout={p}) {what} differs from the reference drawn with the same random seed, though "
            f"eval mode matches: {where}, with nn.Dropout or F.dropout(..., training=self.training) (the check compares the "
@@ -222,6 +254,7 @@ def _train_diff(m, ref, x, seed, wrongs, what, where, p):
 @checker(solution='yourgpt.CausalSelfAttention')
 def check_causal_self_attention(cls):
     "Check `cls(config)`: the library's parameter names, causal multi-head attention equal to `SelfAttention(config, causal=True)` once loaded with its weights, in eval and training mode"
+    passed = []                                              # the fixtures your attention got right
     with torch.random.fork_rng(devices=[]):                  # repeatable, and your RNG is left alone
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -232,11 +265,18 @@ def check_causal_self_attention(cls):
                 out, want = _run(m, x, 'CausalSelfAttention'), ref(x)
                 expect(c.dropout == 0 or same(out, m(x)), "with dropout in eval mode the output is random: use nn.Dropout, or "
                        "F.dropout(w, p, training=self.training), so that dropout is off in eval mode")
-                if same(out, want): continue
+                if same(out, want):
+                    passed.append(f"emb={c.emb}, heads={c.heads}, depth={c.depth} and t={t}")
+                    continue
                 for wo, hint in _attn_wrongs(ref, x): expect(not same(out, wo), hint)
             _expect_causal(m, x, 'your attention')
+            right = passed[0] if passed else _right_on(_agrees(cls, lambda c: SelfAttention(c, causal=True), 'CausalSelfAttention',
+                                                               lambda c, b, t, dt: rand(b, t, c.emb, seed=t, dtype=dt)))
+            expect(not right, f"right for {right} but for emb={c.emb}, heads={c.heads} and x of shape {tuple(x.shape)} the "
+                   "output differs from causal self-attention: is a size hard-coded (take b, t, e from x, h from config.heads)?")
             expect(False, f"for emb={c.emb}, heads={c.heads} and x of shape {tuple(x.shape)} the output differs from causal "
-                   "self-attention: is a size hard-coded (take b, t, e from x, h from config.heads)?")
+                   "self-attention, though it is causal: check each step, q k v split into heads (b, h, t, s), q kᵀ / √s, the "
+                   "mask (-inf above the diagonal), softmax over the keys, weights @ v, heads merged back, unifyheads")
         c, b, t, _ = _fixtures()[_DROP]                     # training mode: dropout on the attention weights, drawn alike
         m, ref = _make(cls, c, 'CausalSelfAttention'), SelfAttention(c, causal=True)
         _load(m, ref, 'CausalSelfAttention')
@@ -246,14 +286,14 @@ def check_causal_self_attention(cls):
             for seed in (0, 1):
                 _train_diff(m, ref, x, seed, [(functools.partial(_attend, ref, x, drop, c.dropout), h) for drop, h in _ATT_DROPS],
                             'your attention', 'dropout goes once, on the attention weights after the mask and the softmax',
-                            c.dropout)
+                            c.dropout, lambda q: [functools.partial(_attend, ref, x, ('weights',), q)])
         c, b, t, _ = _fixtures()[0]
         m = _make(cls, c, 'CausalSelfAttention')
         x = rand(b, t, c.emb, seed=1)
         _expect_causal(m, x, 'your attention')
         with torch.no_grad(): on_device(lambda mod, x: mod(x), m, x)
 
-# %% ../../nbs/26_your_gpt.ipynb #e49d0c39
+# %% ../../nbs/26_your_gpt.ipynb #66dc97ad
 #| code-fold: true
 # @title check_block
 def _block_train_wrongs(ref, x):
@@ -276,9 +316,44 @@ def _block_train_wrongs(ref, x):
             (lambda: (lambda h: h + FF(d(N2(h))))(x + D(A(N1(x)))), "dropout falls on the MLP's input: it falls on its "
              "output (the end of ff)")]
 
+def _block_rates(ref, x, q):
+    "The block of `ref` with its dropout at the rate `q` (both places, or `do` alone), as functions to run seeded"
+    A, N1, N2, FF0, p = ref.attention, ref.norm1, ref.norm2, ref.ff[:3], ref.do.p
+    return [lambda: (lambda h: h + F.dropout(FF0(N2(h)), q))(x + F.dropout(A(N1(x)), q)),
+            lambda: (lambda h: h + F.dropout(FF0(N2(h)), p))(x + F.dropout(A(N1(x)), q))]
+
+def _shrink(ref):
+    "Scale the embeddings and each block's output layers (unifyheads, ff's last Linear) of `ref` by 1e-3, so that every LayerNorm sees a variance of about 1e-6"
+    with torch.no_grad():
+        for name, mod in ref.named_modules():
+            if isinstance(mod, nn.Embedding) or name.endswith('unifyheads') or (name.endswith('ff.2') and isinstance(mod, nn.Linear)):
+                mod.weight.mul_(1e-3)
+                if getattr(mod, 'bias', None) is not None: mod.bias.zero_()
+
+def _expect_eps(m, what):
+    "Fail naming eps if a LayerNorm of `m` has another eps than nn.LayerNorm's default, the library's"
+    eps = sorted({n.eps for n in m.modules() if isinstance(n, nn.LayerNorm) and n.eps != 1e-5})
+    expect(not eps, f"{what} differs from the library's: your LayerNorm has eps={eps[0] if eps else ''}, the library's "
+           "nn.LayerNorm(e) the default eps=1e-5, which matters when the variance is small")
+
+def _small_variance(cls, what, run, make_ref, x_of):
+    "Compare `cls` with the library where every LayerNorm sees a variance of about 1e-6, so that its eps (1e-5) matters; a hint names eps"
+    c = _fixtures()[0][0]
+    m, ref = _make(cls, c, what), make_ref(c).eval()
+    _shrink(ref)
+    _load(m, ref, what)
+    x = x_of(c)
+    with torch.no_grad(): out, want = run(m, x), run(ref, x)
+    if isinstance(out, torch.Tensor) and out.shape == want.shape and same(out, want): return
+    _expect_eps(m, f"on inputs of small variance (about 1e-6) {what}")
+    expect(False, f"{what} differs from the library's on inputs of small variance (about 1e-6), though it agrees on larger "
+           "ones: a LayerNorm of your own? eps=1e-5 goes inside the square root, (x - mean) / sqrt(var + eps), with the "
+           "biased variance (unbiased=False)")
+
 @checker(solution='yourgpt.Block')
 def check_block(cls):
-    "Check `cls(config)`: the pre-norm block, equal to the library's causal `TransformerBlock` once loaded with its weights, in eval and training mode"
+    "Check `cls(config)`: the pre-norm block, equal to the library's causal `TransformerBlock` once loaded with its weights, in eval and training mode, on inputs of small variance too (LayerNorm's eps)"
+    passed = []                                              # the shapes your block got right
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -309,9 +384,24 @@ def check_block(cls):
                     _expect_causal(m, x, 'your block')
                     twice = (lambda h: h + ref.ff(ref.norm2(h)))(x + ref.do(ref.do(ref.attention(ref.norm1(x)))))
                     expect(not same(out, twice), "the attention's output is dropped twice (do once is enough)")
+                    h = x + ref.do(ref.attention(ref.norm1(x)))
+                    expect(not same(out, h + ref.ff(ref.do(ref.norm2(h)))), "do falls on the MLP's input: do drops the "
+                           "attention's output only; ff ends in its own dropout")
+                    expect(not same(out, h + ref.do(ref.ff(ref.norm2(h)))), "do falls on the MLP's output too: do drops the "
+                           "attention's output only; ff ends in its own dropout")
+                    _expect_eps(m, 'your block')
                     _block_wrongs(out, _prenorm_wrongs(ref, x, ref.do), _prenorm_wrongs(ref, x, nn.Identity()),
-                                  f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block: is a size hard-coded?")
+                                  f"right for {right} but for x of shape {tuple(x.shape)} the output differs "
+                                  "from the pre-norm block: is a size hard-coded?" if (right := passed[0] if passed else _right_on(
+                                      _agrees(cls, lambda c: TransformerBlock(c, causal=True), 'Block',
+                                              lambda c, b, t, dt: rand(b, t, c.emb, seed=t + 1, dtype=dt) * 2))) else
+                                  f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block, though it is "
+                                  "causal and its attention and ff are right: h = x + do(attention(norm1(x))), then "
+                                  "h + ff(norm2(h)), each norm on its own sublayer's input")
+                else: passed.append(f"emb={c.emb}, heads={c.heads}, depth={c.depth} and t={t}")
             _expect_causal(m, x, 'your block')
+        _small_variance(cls, 'your block', lambda mod, x: Runs(mod)(x), lambda c: TransformerBlock(c, causal=True),
+                        lambda c: rand(2, 5, c.emb, seed=11) * 1e-3)
         c, b, t, _ = _fixtures()[_DROP]            # training mode: do and ff's dropout drawn alike (the attention in eval mode)
         m, ref = _make(cls, c, 'Block'), TransformerBlock(c, causal=True)
         _load(m, ref, 'Block')
@@ -320,11 +410,12 @@ def check_block(cls):
         with torch.no_grad():
             for seed in (0, 1):
                 _train_diff(m, ref, x, seed, _block_train_wrongs(ref, x), 'your block', "do drops the attention's output "
-                            "before x is added, ff ends in its own dropout, nothing else drops", c.dropout)
+                            "before x is added, ff ends in its own dropout, nothing else drops", c.dropout,
+                            lambda q: _block_rates(ref, x, q))
         c, b, t, _ = _fixtures()[1]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'Block'), rand(b, t, c.emb, seed=2))
 
-# %% ../../nbs/26_your_gpt.ipynb #91deb519
+# %% ../../nbs/26_your_gpt.ipynb #d96c6e11
 #| code-fold: true
 # @title check_gpt
 _GPT_RETURNS = ("return the logits alone, a (b, t, n_tokens) tensor: nanoGPT's forward(idx, targets) returns (logits, loss), "
@@ -334,14 +425,24 @@ def _gpt_wrongs(ref, x):
     "(logits, hint) of the usual mistakes of a GPT with the weights of the library's `ref` on the ids x (b, t)"
     T = ref.trunk
     pos = torch.arange(x.size(1))
-    def run(h, norm=True):
+    def run(h, norm=1):
         for blk in T.blocks: h = blk(h)
-        return ref.toprobs(T.norm(h) if norm else h)
+        for _ in range(int(norm)): h = T.norm(h)
+        return ref.toprobs(h)
     ids_as_pos = [] if x.max() >= T.pos_emb.seq_len else [
         (run(T.token_emb(x) + T.pos_emb(x)), "pos_emb takes the positions 0..t-1 (torch.arange(t)), not the token ids")]
     from_one = [] if x.size(1) >= T.pos_emb.seq_len else [
         (run(T.token_emb(x) + T.pos_emb(pos + 1)), "the positions are 0..t-1, torch.arange(t), not 1..t")]
+    L, b = T.pos_emb.seq_len, x.size(0)
     return ids_as_pos + from_one + [
+            (run(T.token_emb(x) + T.pos_emb((pos + 1).clamp(max=L - 1))), "the positions are 0..t-1, torch.arange(t), not "
+             "1..t (clamped to seq_len - 1 or not)"),
+            (run(T.token_emb(x) + T.pos_emb(torch.arange(b))[:, None]), "the positions come from the batch size, x.size(0): "
+             "they are 0..t-1 along the sequence, torch.arange(t) with t = x.size(1)"),
+            (run(T.token_emb(x) + T.pos_emb(torch.zeros_like(pos))), "every position gets pos_emb(0): the positions are "
+             "0..t-1, torch.arange(t), one per token of the window"),
+            (run(T.token_emb(x) + T.pos_emb(pos), norm=2),
+             "the final LayerNorm is applied twice: trunk.norm once, after the last block, before toprobs"),
             (run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
             (run(T.token_emb(x) * math.sqrt(T.token_emb.embedding_dim) + T.pos_emb(pos)),
              "the token embeddings are not scaled here (× √e is the original transformer's habit): GPT-2 adds them to the "
@@ -364,12 +465,21 @@ def _gpt_train_wrongs(ref, x):
     return [(lambda: run(tok + pos), "in training mode the embeddings are not dropped: h = do(token_emb(x) + pos_emb(positions))"),
             (lambda: run(D(tok) + pos), "dropout goes on the sum of the token and position embeddings, not on the token "
              "embeddings alone"),
+            (lambda: run(tok + D(pos)), "dropout goes on the sum of the token and position embeddings, not on the position "
+             "embeddings alone"),
             (lambda: run(D(tok) + D(pos)), "dropout goes once, on the sum of the token and position embeddings"),
             (lambda: run(D(D(tok + pos))), "the embeddings are dropped twice: do once, on their sum"),
             (lambda: run(tok + pos, D), "dropout falls after the final norm: it falls on the embeddings (their sum), before the blocks"),
             (lambda: run(D(tok + pos), d), "dropout falls after the final norm too: only on the embeddings' sum, before the blocks"),
             (lambda: run(D(tok + pos), each=d), "dropout falls after every block too: the blocks drop inside (do and ff); "
              "the trunk's do drops the embeddings' sum only")]
+
+def _gpt_rate(ref, x, q):
+    "The GPT of `ref` (blocks in eval mode) with its embeddings dropped at the rate `q`"
+    T = ref.trunk
+    h = F.dropout(T.token_emb(x) + T.pos_emb(torch.arange(x.size(1))), q)
+    for blk in T.blocks: h = blk(h)
+    return ref.toprobs(T.norm(h))
 
 def _gpt_run(m, x, c, what='your GPT'):
     "`m(x)` through `Runs`, with hints for a crash on a window shorter than `seq_len` and for a wrong shape"
@@ -396,6 +506,7 @@ def _gpt_run(m, x, c, what='your GPT'):
 @checker(solution='yourgpt.GPT')
 def check_gpt(cls):
     "Check `cls(config)`: the library's `GenerationTransformer` parameter names and count, and its logits within 1e-5 once loaded with its weights, in eval and training mode"
+    passed = []                                              # the fixtures your GPT got right
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         for c, b, t, dt in _fixtures():
@@ -413,12 +524,21 @@ def check_gpt(cls):
                 if not same(out, want, atol=1e-5):
                     for wo, hint in _gpt_wrongs(ref, x): expect(not same(out, wo), hint)
                     _expect_causal(m, x, 'your GPT', c.n_tokens)
+                    _expect_eps(m, 'your GPT')
+                    right = passed[0] if passed else _right_on(_agrees(cls, GenerationTransformer, 'GPT',
+                                                                       lambda c, b, t, dt: randint(0, c.n_tokens, (b, t), seed=t)))
+                    expect(not right, f"right for {right} but for emb={c.emb}, heads={c.heads}, depth={c.depth}, "
+                           f"seq_len={c.seq_len} and ids of shape {tuple(x.shape)} your logits differ from the library's: is a "
+                           "size hard-coded (t from x.size(1), the rest from the config)?")
                     expect(False, f"for emb={c.emb}, heads={c.heads}, depth={c.depth}, seq_len={c.seq_len} and ids of shape "
-                           f"{tuple(x.shape)} your logits differ from the library's: the order is token_emb + pos_emb, do, "
-                           "the blocks, norm, toprobs")
+                           f"{tuple(x.shape)} your logits differ from the library's, though they are causal: the order is "
+                           "token_emb(x) + pos_emb(arange(t)), do, each block once, trunk.norm once, toprobs")
+                passed.append(f"emb={c.emb}, heads={c.heads}, depth={c.depth} and t={t}")
             _expect_causal(m, x, 'your GPT', c.n_tokens)
             expect(getattr(getattr(m, 'config', None), 'seq_len', None) == c.seq_len, "keep the config as self.config: "
                    "generation reads config.seq_len")
+        _small_variance(cls, 'your GPT', lambda mod, x: _gpt_run(mod, x, _fixtures()[0][0]), GenerationTransformer,
+                        lambda c: randint(0, c.n_tokens, (2, 5), seed=12))
         c, b, t, _ = _fixtures()[_DROP]            # training mode: the embeddings' dropout drawn alike (the blocks in eval mode)
         m, ref = _make(cls, c, 'GPT'), GenerationTransformer(c)
         _load(m, ref, 'GPT')
@@ -427,11 +547,12 @@ def check_gpt(cls):
         with torch.no_grad():
             for seed in (0, 1):
                 _train_diff(m, ref, x, seed, _gpt_train_wrongs(ref, x), 'your GPT',
-                            'do drops the sum of the token and position embeddings, once, before the blocks', c.dropout)
+                            'do drops the sum of the token and position embeddings, once, before the blocks', c.dropout,
+                            lambda q: [functools.partial(_gpt_rate, ref, x, q)])
         c, b, t, _ = _fixtures()[0]
         with torch.no_grad(): on_device(lambda mod, x: mod(x), _make(cls, c, 'GPT'), randint(0, c.n_tokens, (b, t), seed=3))
 
-# %% ../../nbs/26_your_gpt.ipynb #be3209f9
+# %% ../../nbs/26_your_gpt.ipynb #b0ce36e6
 #| code-fold: true
 # @title check_sample_next
 def _topk_hints(z, T, k, f, tol):
@@ -485,7 +606,7 @@ def check_sample_next(fn):
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
-# %% ../../nbs/26_your_gpt.ipynb #eab92eee
+# %% ../../nbs/26_your_gpt.ipynb #3cded392
 #| code-fold: true
 # @title check_generate
 class _Counter(nn.Module):
