@@ -342,3 +342,11 @@ def k_first_sorted(z, k): return z.masked_fill(z < z.sort(-1, descending=True).v
 
 def test_top_k_causes():
     assert_check(check_top_k, top_k_filter, [(k_ascending, 'smallest'), (k_fixed, 'k hard-coded'), (k_first_sorted, 'wrong tokens|kept 1|k hard')])
+
+def s_never_first(z, T=1.0, generator=None):                # id 0 can never come out: not a size, one id
+    z = (z / T).clone()
+    z[..., 0] = NEG
+    return torch.multinomial(F.softmax(z, -1).reshape(-1, z.size(-1)), 1, generator=generator).view(z.shape[:-1])
+
+def test_sample_missing_id_named():
+    assert_check(check_sample, sample, [(s_never_first, r'id \[0\] never came out')])

@@ -58,7 +58,12 @@ def _sample_wrongs(z, T, f, tol):
     expect(not bool((f.max(-1).values == 1).all()), "every row gave one id in all its draws: draw a fresh random number for each "
            "row (torch.multinomial(probs, 1) does that), rows are drawn independently")
     never = (f.sum(0) == 0) & (p.max(0).values > 0.02)        # tokens that should come out but never did
-    if never.any(): expect(False, f"token ids >= {int(never.nonzero()[0])} never came out (v={v}): is the vocabulary size hard-coded?")
+    if never.any():
+        ids = never.nonzero()[:, 0].tolist()
+        expect(not (ids[-1] == v - 1 and len(ids) == v - ids[0]), f"token ids >= {ids[0]} never came out (v={v}): is the "
+               "vocabulary size hard-coded? Take it from the logits, logits.size(-1)")
+        expect(False, f"token id{'s' if len(ids) > 1 else ''} {ids[:4]} never came out though likely (v={v}): every id of "
+               "the vocabulary can be drawn, with its probability softmax(logits / T)")
 
 @checker(solution='generate.sample')
 def check_sample(fn):
