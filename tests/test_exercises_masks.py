@@ -415,3 +415,43 @@ def msm_half(s, m=None):                                   # computed in fp16, c
 def test_new_wrongs_round_three():
     assert_check(check_causal_mask, causal_mask, [(cm_eye_cpu, r'not made on `device`.*torch.eye')])
     assert_check(check_masked_softmax, masked_softmax, [(msm_half, 'lower precision')])
+
+# issue 31, second audit: a float32 constant in half precision, lengths of one shape only
+def ms_f32_min(s, m): return s.masked_fill(~m, torch.finfo(torch.float32).min)     # overflows fp16, -inf in bf16
+def ms_f32_min_where(s, m): return torch.where(m, s, torch.tensor(torch.finfo(torch.float32).min, dtype=s.dtype))
+def ms_minus_1e30(s, m): return s.masked_fill(~m, -1e30)
+
+def test_float32_constant_in_half_precision_is_named():
+    assert_check(check_mask_scores, mask_scores, [
+        (ms_f32_min, r'constant chosen for float32.*torch.finfo\(torch.float32\).min'),
+        (ms_f32_min_where, r'float32'), (ms_minus_1e30, r'constant chosen for float32|does not fit')])
+
+def msl_1d_only(s, vl=None):                              # (b,) lengths only: vl[:, None] against the keys
+    if vl is None: return F.softmax(s, -1)
+    m = torch.arange(s.size(-1), device=s.device)[None, :] < vl[:, None]
+    return masked_softmax(s, m[:, None, :] if s.dim() == 3 else m[:, None, None, :])
+def msl_1d_only_view(s, vl=None):                         # (b,) lengths only, written with view(-1, 1)
+    if vl is None: return F.softmax(s, -1)
+    m = torch.arange(s.size(-1), device=s.device).view(1, -1) < vl.view(-1, 1)
+    return masked_softmax(s, m.view(m.size(0), *[1] * (s.dim() - 2), -1))
+def msl_2d_no_heads(s, vl=None):                          # (b, t_q) lengths handled, but no head dim for 4-D scores
+    if vl is None: return F.softmax(s, -1)
+    m = lengths_to_mask(vl, s.size(-1))
+    if vl.dim() == 1: m = m.view(m.size(0), *[1] * (s.dim() - 2), -1)
+    return masked_softmax(s, m)
+
+def test_lengths_shapes_are_named():
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [
+        (msl_1d_only, r'one length per query.*\(b,\) lengths only'),
+        (msl_1d_only_view, r'one length per query.*taken as \(b,\) ones'),
+        (msl_2d_no_heads, r'does not line up.*mask\[:, None\] from \(b, t_q\)')])
+
+def msl_where_both(s, vl=None):                           # one torch.where for both shapes of lengths
+    if vl is None: return F.softmax(s, -1)
+    lim = vl[..., None] if vl.dim() == 2 else vl.view(-1, 1)[:, None]   # (b, t_q, 1) or (b, 1, 1)
+    m = torch.arange(s.size(-1), device=s.device) < lim
+    if s.dim() == 4: m = m[:, None]
+    return masked_softmax(s, m)
+
+def test_lengths_valid_style():
+    assert_check(check_masked_softmax_lens, msl_where_both)

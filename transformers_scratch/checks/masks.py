@@ -84,8 +84,9 @@ def _backward(out, g):
 
 def _fill_error(e, args):
     if args[0].dtype in (torch.float16, torch.bfloat16) and 'overflow' in str(e):
-        return (f"your fill does not fit {args[0].dtype} (fp16's largest magnitude is 65504, so -1e9 overflows): "
-                f"use neg_fill(scores.dtype) ({type(e).__name__}: {str(e)[:60]})")
+        return (f"your fill does not fit {args[0].dtype}: a constant chosen for float32 (torch.finfo(torch.float32).min, "
+                "-1e9, float32's -3.4e38) overflows there — fp16's largest magnitude is 65504; take the fill from the scores' "
+                f"own dtype, neg_fill(scores.dtype) or torch.finfo(scores.dtype).min ({type(e).__name__}: {str(e)[:60]})")
 
 @checker(solution='masks.mask_scores')
 def check_mask_scores(fn):
@@ -126,8 +127,9 @@ def check_mask_scores(fn):
         sd = s.to(dt)
         o = run(sd, mask)
         run.like(o, sd)
-        expect(torch.isfinite(o).all(), f"in {dt} your fill became -inf: it does not fit the dtype (use neg_fill(scores.dtype)), "
-               "or you added it to the scores (fill with masked_fill, don't add)")
+        expect(torch.isfinite(o).all(), f"in {dt} your fill became -inf: it does not fit the dtype (a constant chosen for "
+               "float32, torch.finfo(torch.float32).min or -1e9, rounds to -inf there: take it from scores.dtype, "
+               "neg_fill(scores.dtype)), or you added it to the scores (fill with masked_fill, don't add)")
         rows = mask.expand_as(s).any(-1)
         expect(same(F.softmax(o.float(), -1)[rows], _ref_weights(sd, mask)[rows], atol=1e-2), f"wrong weights after the softmax in {dt}")
     for bad, dt in fills:
@@ -235,12 +237,20 @@ def _lens_fixtures():
     return [(s1, torch.tensor([1])), (s1, torch.tensor([[2, 0, 5]])), (s2, torch.tensor([2, 6, 0, 1])), (s2, l2),
             (s3, torch.tensor([5, 1, 0])), (s3, randint(0, 6, (3, 4), seed=12))]
 
+def _per_query(lens, what):
+    "The hint for code that treats (b, t_q) lengths as (b,) ones; `what` says how it showed"
+    return (f"valid_lens here is {tuple(lens.shape)}, one length per query (b, t_q), and {what}: for 2-D lengths compare "
+            "the keys' positions with valid_lens[..., None], a (b, t_q, t_k) mask (with a head dim for 4-D scores)")
+
 def _lens_error(e, args):
     "A hint for a crash of the d2l-style softmax on (scores, valid_lens)"
     hint = _fill_error(e, args)
     if hint or len(args) < 2 or not isinstance(args[1], torch.Tensor): return hint
     s, lens = args[0], args[1]
     import re
+    mismatch = any(w in str(e) for w in ('must match the size', 'expanded size', 'broadcast'))
+    if lens.dim() == 2 and s.dim() == 3 and mismatch:                  # (b, t_q) lengths, one per query, on 3-D scores
+        return _per_query(lens, "your code expects (b,) lengths only")
     at = re.search(r'dimension (\d+)', str(e))
     if at and int(at.group(1)) in (s.dim() - 1, -1):                  # the keys' dim itself: a size, not the mask's dims
         return (f"your mask does not have the {s.size(-1)} keys of scores {tuple(s.shape)}: is a number of keys hard-coded? "
@@ -248,7 +258,8 @@ def _lens_error(e, args):
     if 'must match the size' in str(e) or 'expanded size' in str(e) or 'broadcast' in str(e):
         return (f"your mask from valid_lens {tuple(lens.shape)} does not line up with scores {tuple(s.shape)}: the lengths count "
                 "keys (the last dim), so the mask is (b, t_k) or (b, t_q, t_k); give it a dim of size 1 for every dim of the scores "
-                "between the batch and the keys (for 4-D scores and (b,) lengths: mask[:, None, None, :])")
+                "between the batch and the keys (for 4-D scores, a head dim: mask[:, None, None, :] from (b,) lengths, "
+                "mask[:, None] from (b, t_q) ones)")
     return hint
 
 @checker(solution='masks.masked_softmax_lens')
@@ -261,6 +272,9 @@ def check_masked_softmax_lens(fn):
         expect(same(out, F.softmax(s, -1)), "with valid_lens=None return a plain softmax over the last dim")
         kind = '(b,)' if lens.dim() == 1 else '(b, t_q)'
         out = run(s, lens)
+        expect(lens.dim() == 1 or not isinstance(out, torch.Tensor) or out.shape == s.shape, _per_query(lens,
+               f"your output came out {tuple(out.shape)}, not the scores' {tuple(s.shape)}: the lengths were taken as (b,) "
+               "ones (flattened, or view(-1, 1)?)"))
         run.like(out, s, f"the output for {kind} valid_lens and scores of shape {tuple(s.shape)}")
         ref = _ref_lens(s, lens)
         zero = ref.sum(-1) == 0
