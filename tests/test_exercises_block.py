@@ -3,7 +3,7 @@ import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.core import assert_check
-from transformers_scratch.block import layer_norm, feedforward, postnorm_block, prenorm_block, TransformerBlock, block_params
+from transformers_scratch.block import layer_norm, feedforward, postnorm_block, prenorm_block, TransformerBlock, block_params, ACTIVATIONS
 from transformers_scratch.checks.block import check_layer_norm, check_feedforward, check_postnorm_block, check_prenorm_block
 from conftest import stub
 
@@ -409,3 +409,64 @@ def test_more_valid_styles_issue31():
     assert_check(check_postnorm_block, post_loop)
     assert_check(check_prenorm_block, lambda blk, x, pad_mask=None, cache=None: (lambda h: torch.add(h, blk.ff(blk.norm2(h))))(
         torch.add(x, blk.do(blk.attention(blk.norm1(x), pad_mask=pad_mask, cache=cache)))))
+
+
+# --- issue 31, second audit: dtype and precision, sharper hints, F.dropout with blk.do's rate -------------------------
+def ln_float32(x, w, b, eps=1e-5):                           # computes and returns float32 whatever x is
+    x = x.float(); mu = x.mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps) * w + b
+def ln_float_out(x, w, b, eps=1e-5): return layer_norm(x, w, b, eps).float()
+def ln_half_step(x, w, b, eps=1e-5): return layer_norm(x, w, b, eps).half().to(x.dtype)
+def ln_bf16_step(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdim=True); return ((x - mu) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps)).bfloat16().to(x.dtype) * w + b
+def ln_bias_first(x, w, b, eps=1e-5): return (F.layer_norm(x, x.shape[-1:], None, None, eps) + b) * w
+def ln_last_two(x, w, b, eps=1e-5):
+    mu, var = x.mean((-2, -1), keepdim=True), x.var((-2, -1), keepdim=True, correction=0)
+    return (x - mu) / torch.sqrt(var + eps) * w + b
+def ln_f32_compute(x, w, b, eps=1e-5):                    # valid: upcast for the statistics, x's dtype at the end
+    var, mu = torch.var_mean(x.float(), -1, keepdim=True, correction=0)
+    return ((x.float() - mu) * torch.rsqrt(var + eps)).to(x.dtype) * w + b
+def ln_centred(x, w, b, eps=1e-5):
+    d = x - x.mean(-1, keepdim=True); return d / (d.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w + b
+
+def test_check_layer_norm_dtype_precision():
+    assert_check(check_layer_norm, layer_norm, [(ln_float32, 'bfloat16, got torch.float32'), (ln_float_out, 'dtype'),
+                                                (ln_half_step, 'lower precision'), (ln_bf16_step, 'lower precision'),
+                                                (ln_bias_first, 'bias .β. before scaling'), (ln_last_two, 'last two dims')])
+    for ok in (ln_f32_compute, ln_centred, lambda x, w, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], w, b, eps)):
+        assert_check(check_layer_norm, ok)
+
+def ff_act_end(emb, mult=4, dropout=0., act='relu'):
+    return nn.Sequential(nn.Linear(emb, mult * emb), ACTIVATIONS[act](), nn.Linear(mult * emb, emb), ACTIVATIONS[act](), nn.Dropout(dropout))
+def ff_act_first(emb, mult=4, dropout=0., act='relu'):
+    return nn.Sequential(ACTIVATIONS[act](), nn.Linear(emb, mult * emb), ACTIVATIONS[act](), nn.Linear(mult * emb, emb), nn.Dropout(dropout))
+
+def test_check_feedforward_activation_place():
+    assert_check(check_feedforward, feedforward, [(ff_act_end, 'went through the ReLU too'), (ff_act_first, 'to the input too')])
+
+def post_fdrop(blk, x, pad_mask=None, cache=None):        # valid: F.dropout with blk.do's rate and mode
+    h = blk.norm1(x + F.dropout(blk.attention(x, pad_mask, cache), blk.do.p, blk.training)); return blk.norm2(h + blk.ff(h))
+def pre_fdrop(blk, x, pad_mask=None, cache=None):
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), p=blk.do.p, training=blk.training); return h + blk.ff(blk.norm2(h))
+def post_fdrop_on(blk, x, pad_mask=None, cache=None):     # always on, in eval too
+    h = blk.norm1(x + F.dropout(blk.attention(x, pad_mask, cache), blk.do.p)); return blk.norm2(h + blk.ff(h))
+def pre_fdrop_on(blk, x, pad_mask=None, cache=None):
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), blk.do.p, True); return h + blk.ff(blk.norm2(h))
+def post_fdrop_input(blk, x, pad_mask=None, cache=None):  # F.dropout on the attention's input
+    h = blk.norm1(x + blk.attention(F.dropout(x, blk.do.p, blk.training), pad_mask, cache)); return blk.norm2(h + blk.ff(h))
+def pre_fdrop_ff(blk, x, pad_mask=None, cache=None):      # F.dropout on the MLP's output too
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), blk.do.p, blk.training)
+    return h + F.dropout(blk.ff(blk.norm2(h)), blk.do.p, blk.training)
+def post_do_input(blk, x, pad_mask=None, cache=None):
+    h = blk.norm1(x + blk.attention(blk.do(x), pad_mask, cache)); return blk.norm2(h + blk.ff(h))
+def post_do_twice(blk, x, pad_mask=None, cache=None):
+    h = blk.norm1(x + blk.do(blk.do(blk.attention(x, pad_mask, cache)))); return blk.norm2(h + blk.ff(h))
+
+def test_check_blocks_functional_dropout():
+    for ok in (post_fdrop,): assert_check(check_postnorm_block, ok)
+    assert_check(check_prenorm_block, pre_fdrop)
+    assert_check(check_postnorm_block, postnorm_block, [(post_fdrop_on, 'random in eval mode.*training=blk.training'),
+                                                        (post_fdrop_input, "dropout is on the attention's input"),
+                                                        (post_do_input, "not on its input"), (post_do_twice, 'twice')])
+    assert_check(check_prenorm_block, prenorm_block, [(pre_fdrop_on, 'random in eval mode'),
+                                                      (pre_fdrop_ff, "MLP's output too")])

@@ -22,7 +22,15 @@ def _ln_fixtures():
     x1 = rand(1, 5, 7, seed=3) * 0.3 - 2                      # a batch of one, odd e, small spread: eps=0.1 shows
     return [(x, rand(8, seed=4), rand(8, seed=5), 1e-5), (x1, rand(7, seed=6), rand(7, seed=7), 0.1),
             (rand(2, 3, 2, 6, seed=8, dtype=torch.float64) * 2, rand(6, seed=9, dtype=torch.float64), rand(6, seed=10, dtype=torch.float64), 1e-3),
-            (rand(6, 5, seed=11) * 0.01 + 3, rand(5, seed=12), rand(5, seed=13), None)]   # 2-D, the default eps (which matters here)
+            (rand(6, 5, seed=11) * 0.01 + 3, rand(5, seed=12), rand(5, seed=13), None),   # 2-D, the default eps (which matters here)
+            tuple(a.to(torch.bfloat16) for a in (rand(2, 3, 16, seed=14) * 2 + 1, rand(16, seed=15), rand(16, seed=16))) + (1e-5,)]
+
+def _low_precision(out, ref, what):
+    "`expect` that `out` is not merely close to `ref` (a float16 / bfloat16 or float32 step in a higher-precision computation)"
+    err = float((out.double() - ref.double()).abs().max())
+    expect(not same(out, ref, atol=3e-2, rtol=3e-2), f"{what} close, but off by up to {err:.1e}: a step in a lower "
+           "precision (float16 or bfloat16: .half(), .bfloat16(), a tensor made with that dtype)? Compute in x's dtype "
+           "(or higher) and return x's dtype")
 
 def _call_like(fn, args, x, why):
     "`fn(*args)` run by `Runs`, `expect`ing a result like `x`; if it raises, the hint names `x` and adds `why`"
@@ -41,6 +49,10 @@ def check_layer_norm(fn):
         e, args = x.size(-1), (x, w, bias) + (() if eps is None else (eps,))
         out = _call_like(fn, args, x, "statistics over dim -1 with keepdim=True, e taken from x: x may have any number of leading dims")
         given, eps = eps is not None, 1e-5 if eps is None else eps
+        if x.dtype == torch.bfloat16:                                 # bfloat16 keeps 3 digits: compare with float32's result
+            ref = F.layer_norm(x.float(), (e,), w.float(), bias.float(), eps)
+            if same(out.float(), ref, atol=0.1, rtol=0.05): continue
+            x, w, bias, out = x.float(), w.float(), bias.float(), out.float()   # diagnosed in float32 below
         ref = F.layer_norm(x, (e,), w, bias, eps)
         if same(out, ref, atol=1e-4): continue
         if x.dtype == torch.float32:                                  # right in float64? then float32 lost the digits
@@ -55,8 +67,9 @@ def check_layer_norm(fn):
             n = (x - mu) / (torch.sqrt(var + eps) if eps_in else var.sqrt() + eps)
             return n * w + bias
         ok = (x.var(-1) > 0)[..., None].expand_as(x)                  # where the wrong versions are finite
-        for d in range(x.dim() - 1):
-            what = 'the batch (dim 0)' if d == 0 else f'the time steps (dim {d})' if d == x.dim() - 2 else f'dim {d}'
+        for d in list(range(x.dim() - 1)) + ([(-2, -1)] if x.dim() > 2 else []):
+            what = ('the last two dims (the time steps and the features)' if d == (-2, -1) else 'the batch (dim 0)' if d == 0
+                    else f'the time steps (dim {d})' if d == x.dim() - 2 else f'dim {d}')
             expect(not same(out, by(d)), f"you normalised over {what}: "
                    "LayerNorm normalises each token over its e features, the last dim (-1)")
         expect(not torch.isnan(out).any() and not torch.isinf(out).any(), "a constant token (variance 0) gives NaN or inf: "
@@ -70,6 +83,8 @@ def check_layer_norm(fn):
         expect(not same(out, F.layer_norm(x, (e,), bias, w, eps)), "weight and bias are swapped: weight (γ) scales, bias (β) shifts")
         expect(not same(out, F.layer_norm(x, (e,), w, None, eps)), "add bias (β) after scaling")
         expect(not same(out, F.layer_norm(x, (e,), None, bias, eps)), "multiply by weight (γ) before adding the bias")
+        expect(not same(out, (F.layer_norm(x, (e,), None, None, eps) + bias) * w, atol=1e-4), "you added bias (β) before "
+               "scaling, so it got scaled by weight too: normalise, × weight, then + bias")
         expect(not same(out, (x - x.mean()) / torch.sqrt(x.var(correction=0) + eps) * w + bias, atol=1e-4), "you took the "
                "mean and the variance over the whole tensor: each token over its own e features, the last dim (keepdim=True)")
         mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, correction=0)
@@ -87,6 +102,7 @@ def check_layer_norm(fn):
             expect(other == eps or same(wo, ref, atol=1e-4) or not same(out, wo, atol=1e-4),
                    f"use the eps you are given (eps={eps:g} here): it looks like you used {other:g}" if given else
                    f"the default eps is 1e-5, as in nn.LayerNorm: it looks like you used {other:g}")
+        _low_precision(out, ref, f"for x of shape {tuple(x.shape)} ({x.dtype}) your values are")
         expect(False, f"for x of shape {tuple(x.shape)} the values differ from F.layer_norm, and from each usual mistake: "
                       "(x − mean) / √(biased variance + eps) over the last dim, then × weight + bias")
     on_device(fn, *_ln_fixtures()[0][:3])
@@ -177,8 +193,15 @@ def check_feedforward(fn):
                 hid = x @ l1.weight.T + l1.bias
                 expect(not same(out, F.gelu(hid) @ l2.weight.T + l2.bias), "you used a GELU: the default act is 'relu', a ReLU as "
                        "in the original transformer (GPT-2's GELU comes with act='gelu_tanh')")
-                expect(same(out, torch.relu(hid) @ l2.weight.T + l2.bias), "the output differs from Linear -> ReLU -> Linear "
-                       "(in eval mode)")
+                lin2 = lambda z: z @ l2.weight.T + l2.bias
+                diagnose(out, lin2(torch.relu(hid)), [
+                    (torch.relu(lin2(torch.relu(hid))), "your output went through the ReLU too (no negative values): the "
+                     "nonlinearity sits between the two Linear layers only, the second one's output is the MLP's"),
+                    (lin2(torch.relu(torch.relu(x) @ l1.weight.T + l1.bias)), "you applied the ReLU to the input too: only the "
+                     "hidden layer goes through the nonlinearity"),
+                    (lin2(torch.relu(x @ l1.weight.T)), "the first Linear's bias is missing from the hidden layer"),
+                    (lin2(torch.sigmoid(hid)), "that is a sigmoid: the default act is 'relu'")],
+                    "the output differs from Linear -> ReLU -> Linear (in eval mode)")
                 xd = x.double()
                 expect_like(_ff_run(copy.deepcopy(ff).double(), xd), xd, 'the output of the float64 module')
         for p in (0.2, 0.6): _ff_dropout(fn, p)
@@ -209,14 +232,16 @@ def _train_block(prenorm):
             for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
     return blk, rand(3, 6, 12, seed=7) * 2
 
-def _expect_train_mode(fn, prenorm, ref):
-    "In training mode, with every dropout on, `fn` must give `ref(blk, x)` under the same random draws, and keep the mode"
+def _expect_train_mode(fn, prenorm, ref, wrongs=()):
+    "In training mode, with every dropout on, `fn` must give `ref(blk, x)` under the same random draws (else the hint of the first of `wrongs`, (f(blk, x), hint), it matches), and keep the mode"
     blk, x = _train_block(prenorm)
     with torch.no_grad():
         out = seeded(_block_call, fn, blk, x)
         expect(not same(out, blk.eval()(x), atol=1e-5), "in training mode your block is deterministic: it must run "
                "blk.attention, blk.do and blk.ff as they are (their dropouts are on in training mode); did you call .eval()?")
         blk.train()
+        if not same(out, seeded(ref, blk, x), atol=1e-5):
+            for w, hint in wrongs: expect(not same(out, seeded(w, blk, x), atol=1e-5), f"in training mode (dropout 0.3): {hint}")
         expect(same(out, seeded(ref, blk, x), atol=1e-5), "in training mode (dropout 0.3) your block differs from the "
                "formula under the same random draws, though it is right in eval mode: a dropout of your own, or blk.do "
                "applied twice or elsewhere? The dropouts are blk.do on the attention output and those inside blk.attention "
@@ -224,8 +249,15 @@ def _expect_train_mode(fn, prenorm, ref):
         expect_mode_kept(lambda b, *a: _block_call(fn, b, *a), blk, x)
 
 class _Scale(nn.Module):
-    "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output"
+    "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output; `read`: was its `p` read (F.dropout(h, blk.do.p, blk.training), judged in training mode)?"
+    def __init__(self): super().__init__(); self.read = False
+    @property
+    def p(self): self.read = True; return 0.3
     def forward(self, x): return x * 0.7
+
+def _own_dropout(out, D, no_do):
+    "Did the answer read `D.p` for an F.dropout of its own, and give `no_do`, the block with `do` off, in eval mode? Then training mode judges where it sits"
+    return isinstance(D, _Scale) and D.read and same(out, no_do, atol=1e-5)
 
 def _test_blocks(prenorm):
     "Small blocks in eval mode (a batch of one, batches of 3 and 4, float64), random LayerNorm weights, `do` a `_Scale`; with inputs and irregular pad masks"
@@ -281,20 +313,43 @@ def check_postnorm_block(fn):
         with torch.no_grad():
             out = _block_call(fn, blk, x)
             h = N1(x + D(Ao(x)))
-            expect(same(out, _block_call(fn, blk, x)), "your block is random in eval mode: a dropout of your own? (F.dropout "
-                   "is on unless you pass training=...); the block's dropout is blk.do, an nn.Dropout, off in eval mode")
-            if not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
+            expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
+            if _own_dropout(out, D, (lambda g: N2(g + F_(g)))(N1(x + Ao(x)))): D = nn.Identity()
+            elif not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the post-norm block and from each usual mistake: h = norm1(x + do(attention(x))), then norm2(h + ff(h))")
             out = _block_call(fn, blk, x, pad)
             hp = N1(x + D(blk.attention(x, pad)))
             expect(same(out, N2(hp + F_(hp)), atol=1e-5), "pass pad_mask on to the attention")
     blk, x, pad = _test_blocks(False)[0]                     # causal: two steps through a cache give one pass
     with torch.no_grad():
-        h = blk.norm1(x + blk.do(blk.attention(x)))
+        D = nn.Identity() if _own_dropout(_block_call(fn, blk, x), blk.do, _postnorm(blk, x, nn.Identity())) else blk.do
+        h = blk.norm1(x + D(blk.attention(x)))
         _expect_cache(fn, blk, x, blk.norm2(h + blk.ff(h)))
-    _expect_train_mode(fn, False, lambda b, x: (lambda h: b.norm2(h + b.ff(h)))(b.norm1(x + b.do(b.attention(x)))))
+    _expect_train_mode(fn, False, lambda b, x: _postnorm(b, x, b.do), [
+        (lambda b, x: _postnorm(b, x, nn.Identity()), "your block has no dropout on the attention output: apply blk.do "
+         "to it (or F.dropout(..., blk.do.p, blk.training)), before the residual sum"),
+        (lambda b, x: (lambda g: b.norm2(g + b.ff(g)))(b.norm1(x + b.attention(b.do(x)))), "your dropout is on the "
+         "attention's input: it goes on the attention's output, before the residual sum"),
+        (lambda b, x: (lambda g: b.norm2(g + b.do(b.ff(g))))(b.norm1(x + b.do(b.attention(x)))), "you applied blk.do "
+         "to the MLP's output too: blk.ff ends with its own dropout"),
+        (lambda b, x: _postnorm(b, x, lambda a: b.do(b.do(a))), "you applied the dropout twice to the attention output"),
+        (lambda b, x: (lambda g: b.norm2(g + b.ff(g)))(b.do(b.norm1(x + b.attention(x)))), "your dropout is after "
+         "norm1: it goes on the attention's output, inside the residual sum")])
     blk, x, pad = _test_blocks(False)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
+
+_RANDOM_IN_EVAL = ("your block is random in eval mode: a dropout of your own that is always on? F.dropout(h, p) is on unless "
+                   "you pass training=blk.training; the block's dropout blk.do, an nn.Dropout, is off in eval mode")
+
+def _postnorm(b, x, D):
+    "The post-norm block `b` on `x` with `D` as the attention output's dropout"
+    h = b.norm1(x + D(b.attention(x)))
+    return b.norm2(h + b.ff(h))
+
+def _prenorm(b, x, D):
+    "The pre-norm block `b` on `x` with `D` as the attention output's dropout"
+    h = x + D(b.attention(b.norm1(x)))
+    return h + b.ff(b.norm2(h))
 
 def _postnorm_wrongs(blk, x, D):
     "(wrong output, hint) pairs of the usual post-norm mistakes, with `D` as the attention's dropout"
@@ -321,7 +376,10 @@ def _postnorm_wrongs(blk, x, D):
              "residual sum"),
             (N2(h + D(F_(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
             ((lambda g: N2(g + F_(g)))(D(N1(x + Ao(x)))), "blk.do goes on the attention output, inside the residual sum, "
-             "not after the norm")]
+             "not after the norm"),
+            ((lambda g: N2(g + F_(g)))(N1(x + Ao(D(x)))), "blk.do goes on the attention's output, not on its input x"),
+            ((lambda g: N2(g + F_(g)))(N1(D(x) + Ao(x))), "blk.do goes on the attention's output, not on the residual x"),
+            ((lambda g: N2(g + F_(g)))(N1(x + D(A(x)))), "you applied blk.do twice to the attention output: once")]
 
 # %% ../../nbs/05_block.ipynb #6b5214dd
 #| code-fold: true
@@ -334,18 +392,28 @@ def check_prenorm_block(fn):
         with torch.no_grad():
             out = _block_call(fn, blk, x)
             h = x + D(Ao(N1(x)))
-            expect(same(out, _block_call(fn, blk, x)), "your block is random in eval mode: a dropout of your own? (F.dropout "
-                   "is on unless you pass training=...); the block's dropout is blk.do, an nn.Dropout, off in eval mode")
-            if not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
+            expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
+            if _own_dropout(out, D, _prenorm(blk, x, nn.Identity())): D = nn.Identity()
+            elif not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block and from each usual mistake: h = x + do(attention(norm1(x))), then h + ff(norm2(h))")
             out = _block_call(fn, blk, x, pad)
             hp = x + D(Ao(N1(x), pad))
             expect(same(out, hp + F_(N2(hp)), atol=1e-5), "pass pad_mask on to the attention")
     blk, x, pad = _test_blocks(True)[0]                      # causal: two steps through a cache give one pass
     with torch.no_grad():
-        h = x + blk.do(blk.attention(blk.norm1(x)))
+        D = nn.Identity() if _own_dropout(_block_call(fn, blk, x), blk.do, _prenorm(blk, x, nn.Identity())) else blk.do
+        h = x + D(blk.attention(blk.norm1(x)))
         _expect_cache(fn, blk, x, h + blk.ff(blk.norm2(h)))
-    _expect_train_mode(fn, True, lambda b, x: (lambda h: h + b.ff(b.norm2(h)))(x + b.do(b.attention(b.norm1(x)))))
+    _expect_train_mode(fn, True, lambda b, x: _prenorm(b, x, b.do), [
+        (lambda b, x: _prenorm(b, x, nn.Identity()), "your block has no dropout on the attention output: apply blk.do "
+         "to it (or F.dropout(..., blk.do.p, blk.training)), before the residual sum"),
+        (lambda b, x: (lambda g: g + b.ff(b.norm2(g)))(x + b.attention(b.do(b.norm1(x)))), "your dropout is on the "
+         "attention's input: it goes on the attention's output, before the residual sum"),
+        (lambda b, x: (lambda g: g + b.do(b.ff(b.norm2(g))))(x + b.do(b.attention(b.norm1(x)))), "you applied blk.do "
+         "to the MLP's output too: blk.ff ends with its own dropout"),
+        (lambda b, x: _prenorm(b, x, lambda a: b.do(b.do(a))), "you applied the dropout twice to the attention output"),
+        (lambda b, x: (lambda g: g + b.ff(b.norm2(g)))(b.do(x + b.attention(b.norm1(x)))), "your dropout is on the "
+         "residual sum: it goes on the attention's output, inside the branch")])
     blk, x, pad = _test_blocks(True)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
@@ -379,4 +447,5 @@ def _prenorm_wrongs(blk, x, D):
             (h + D(F_(N2(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
             ((lambda g: g + F_(N2(g)))(D(x + Ao(N1(x)))), "blk.do goes on the attention output, inside the residual "
              "branch, not on the sum"),
-            ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input")]
+            ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input"),
+            ((lambda g: g + F_(N2(g)))(x + D(A(N1(x)))), "you applied blk.do twice to the attention output: once")]
