@@ -874,3 +874,19 @@ def test_check_decoder_block_norms_paired():
     assert_check(check_decoder_block, decoder_block, [
         (db_norm23, 'paired norm3 with the cross-attention, norm2 with the MLP'), (db_norm_cycle, 'norms are swapped'),
         (db_norm2_twice, 'norm2 is used twice.*norm3 never'), (db_norm1_twice, 'norm1 is used twice.*norm2 never')])
+
+def tf_lists(tgt, bos_idx=2, eos_idx=3, pad_idx=1):                # rows built from Python ints: the result on the CPU
+    b, t = tgt.shape
+    dec, lab = [], []
+    for r in range(b):
+        row = [int(tgt[r, j]) for j in range(t)]
+        n = sum(i != pad_idx for i in row)
+        dec.append([bos_idx] + row); lab.append(row[:n] + [eos_idx] + row[n:])
+    return torch.tensor(dec), torch.tensor(lab)
+def tf_lists_dev(tgt, bos_idx=2, eos_idx=3, pad_idx=1):            # valid: the same, put on tgt's device
+    dec, lab = tf_lists(tgt, bos_idx, eos_idx, pad_idx)
+    return dec.to(tgt.device), lab.to(tgt.device)
+
+def test_check_teacher_forcing_made_on_cpu():
+    assert_check(check_teacher_forcing, tf_lists_dev)
+    assert_check(check_teacher_forcing, teacher_forcing, [(tf_lists, 'made on the CPU')])

@@ -497,6 +497,8 @@ def check_teacher_forcing(fn):
         expect(torch.equal(lab, rlab), "the labels are wrong: the target's tokens, then eos_idx, then padding")
         expect(False, "the decoder input is wrong: bos_idx, then the target's tokens")
     on_device(fn, randint(4, 9, (2, 5), seed=3))
+    expect(not made_on_cpu(fn, randint(4, 9, (2, 5), seed=3)), f"{_CPU_MADE}: build both from tgt (torch.cat with "
+           "tgt.new_full, F.pad, torch.full(..., device=tgt.device)), not from Python lists")
 
 # %% ../../nbs/30_seq2seq.ipynb #f2b67c82
 #| code-fold: true
