@@ -201,7 +201,7 @@ def test_merge_heads():
         (interleaved, r'interleaved'),
         (unflattened, r'flatten the last two dims'),
         (lambda x: x.flatten(1, 3), r'shape \(1, 5, 12\)'),
-        (lambda x: merge_heads(x).flip(1), 'values are wrong'),
+        (lambda x: merge_heads(x).flip(1), 'not head r'),
         # issue 11's families
         (merge_12, HARD), (merge_squeeze, SQUEEZE), (merge_first, FIRST), (merge_buffer, DTYPE),
         (merge_buffer_cpu, DEVICE), (merge_loop3, RANGE), (merge_transpose_, INPLACE), (merge_float, DTYPE),
@@ -344,3 +344,43 @@ def att_row_dropout(q, k, v, mask=None, dropout=0., training=False):      # one 
 
 def test_attention_row_dropout_issue31():
     assert_check(check_attention, attention, [(att_row_dropout, "zeroes a query's weights all together")])
+
+
+# --- issue 31, second audit: dropout in both modes, what a wrong merge holds -------------------------------------------
+def _qkv(sa, x): return [split_heads(f(x), sa.heads) for f in (sa.toqueries, sa.tokeys, sa.tovalues)]
+def sf_drop_always(sa, x): return sa.unifyheads(merge_heads(attention(*_qkv(sa, x), dropout=sa.dropout, training=True)))
+def sf_drop_mode(sa, x): return sa.unifyheads(merge_heads(attention(*_qkv(sa, x), dropout=sa.dropout, training=sa.training)))
+def sf_drop_output(sa, x): return F.dropout(selfattention_forward(sa, x), sa.dropout, sa.training)
+def sf_drop_merged(sa, x): return sa.unifyheads(F.dropout(merge_heads(attention(*_qkv(sa, x))), sa.dropout, sa.training))
+def sf_drop_twice(sa, x):
+    q, k, v = _qkv(sa, x)
+    w = F.dropout(F.dropout(masked_softmax(q @ k.mT / math.sqrt(q.size(-1))), sa.dropout, sa.training), sa.dropout, sa.training)
+    return sa.unifyheads(merge_heads(w @ v))
+def sf_sdpa(sa, x): return sa.unifyheads(merge_heads(F.scaled_dot_product_attention(*_qkv(sa, x))))
+def sf_view_both(sa, x):
+    b, t, e = x.shape
+    q, k, v = (f(x).view(b, sa.heads, t, -1) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+    return sa.unifyheads(attention(q, k, v).reshape(b, t, e))
+def sf_view_no_unify(sa, x):
+    b, t, e = x.shape
+    return merge_heads(attention(*(f(x).view(b, sa.heads, t, -1) for f in (sa.toqueries, sa.tokeys, sa.tovalues))))
+
+def test_selfattention_forward_dropout_issue31():
+    assert_check(check_selfattention_forward, selfattention_forward, [
+        (sf_drop_always, r'random in eval mode'), (sf_drop_output, r'on the output'), (sf_drop_merged, r'merged heads'),
+        (sf_drop_twice, r'twice'), (sf_view_both, r'view .* and merged them with a plain reshape'),
+        (sf_view_no_unify, r'unifyheads is missing')])
+    for ok in (sf_drop_mode, sf_sdpa): assert_check(check_selfattention_forward, ok)
+
+def mh_mean_repeat(x): return x.mean(1).repeat(1, 1, x.size(1))
+def mh_sum_repeat(x): return x.sum(1).repeat(1, 1, x.size(1))
+def mh_reversed(x): return merge_heads(x.flip(1))
+def mh_first_wrong(x): y = merge_heads(x).clone(); y[..., :x.size(-1)] *= 2; return y
+def mh_unbind(x): return torch.cat(x.unbind(1), -1)
+def mh_flatten(x): return x.permute(0, 2, 1, 3).flatten(2)
+
+def test_merge_heads_chunks_issue31():
+    assert_check(check_merge_heads, merge_heads, [
+        (mh_mean_repeat, r'chunks .* hold the same values'), (mh_sum_repeat, r'hold the same values'),
+        (mh_reversed, r'hold the heads \[2, 1, 0\]'), (mh_first_wrong, r'chunks \[0\] .* not head r')])
+    for ok in (mh_unbind, mh_flatten): assert_check(check_merge_heads, ok)

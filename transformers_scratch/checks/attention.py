@@ -208,6 +208,20 @@ def _merge_error(e, args):
     if 'view' in str(e): return ("after a transpose the tensor is not contiguous, so .view fails: use .reshape "
                                  "(or .contiguous().view)")
 
+def _chunks_hint(out, x):
+    "What the chunks of s features of `out` (b, t, h*s) hold, against the heads of `x` (b, h, t, s)"
+    b, h, t, s = x.shape
+    chunks = [out[..., r * s:(r + 1) * s] for r in range(h)]
+    holds = [next((m for m in range(h) if same(c, x[:, m])), None) for c in chunks]
+    if h > 1 and all(same(c, chunks[0]) for c in chunks):
+        return (f"all {h} chunks of s={s} features of your output hold the same values (a mean or a sum over the heads, "
+                "repeated?): chunk r must be head r as it is, x[:, r]")
+    if None not in holds:
+        return f"your chunks hold the heads {holds} in that order: chunk r must be head r, x[:, r]"
+    wrong = [r for r, m in enumerate(holds) if m != r]
+    return (f"your output's chunks {wrong} of s={s} features (out[:, :, r*s:(r+1)*s]) are not head r, x[:, r]"
+            + (" (nor any other head)" if all(holds[r] is None for r in wrong) else ""))
+
 @checker(solution='attention.merge_heads')
 def check_merge_heads(fn):
     "Check `fn(x)`: (b, h, t, s) -> (b, t, h*s), the heads side by side"
@@ -227,7 +241,7 @@ def check_merge_heads(fn):
             (x.permute(0, 2, 3, 1).reshape(b, t, h * s), "your heads are interleaved: head r must be the contiguous chunk "
                                                          "[r*s:(r+1)*s] of the output's features"),
             (ref[:1].expand_as(ref), "every batch element got the heads of the first one: merge each element of the batch")],
-            "the values are wrong: out[:, :, r*s:(r+1)*s] should be head r, x[:, r]")
+            _chunks_hint(out, x))
     on_device(fn, rand(2, 3, 4, 5))
 
 # %% ../../nbs/03_attention.ipynb #82a96816
@@ -258,6 +272,11 @@ def _forward_wrongs(sa, x):
          "you split the heads with a plain view to (b, h, t, s), which mixes positions and heads: split them with split_heads"),
         (sa.unifyheads(att(qs, ks, vs).reshape(b, t, e)),
          "you merged the heads with a plain reshape, which mixes positions and heads: merge them with merge_heads"),
+        (sa.unifyheads(att(*(z.reshape(b, h, t, s) for z in (q, k, v))).reshape(b, t, e)),
+         "you split the heads with a plain view to (b, h, t, s) and merged them with a plain reshape: each mixes "
+         "positions and heads (the transposes are missing): use split_heads and merge_heads"),
+        (merge(att(*(z.reshape(b, h, t, s) for z in (q, k, v)))), "you split the heads with a plain view to (b, h, t, s) "
+         "(positions and heads mixed), and sa.unifyheads is missing"),
         (sa.unifyheads(att(q, k, v, scale=e)), f"you used one head of size e: split q, k and v into sa.heads = {h} heads"),
         (sa.unifyheads(merge(att(qs, ks, vs, scale=e))),
          "you scaled by √e, the full embedding size: each head's dot products have s = e // h terms, scale by √s"),
@@ -281,12 +300,12 @@ def _heads_forward(sa, x, h):
 
 @checker(solution='attention.selfattention_forward')
 def check_selfattention_forward(fn):
-    "Check `fn(sa, x)`: the forward of `SelfAttention` `sa` on (b, t, e), without masks, dropout or cache"
+    "Check `fn(sa, x)`: the forward of `SelfAttention` `sa` on (b, t, e), without masks, dropout or cache (eval mode, and training mode with sa.dropout > 0)"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        cases = [(SelfAttention(ModelConfig(emb=12, heads=3)), rand(1, 5, 12, seed=0)),                              # a batch of one
+        cases = [(SelfAttention(ModelConfig(emb=12, heads=3, dropout=0.3)), rand(1, 5, 12, seed=0)),                 # a batch of one
                  (SelfAttention(ModelConfig(emb=15, heads=5)).double(), rand(3, 4, 15, seed=1, dtype=torch.float64)),  # odd e, s = 3
-                 (SelfAttention(ModelConfig(emb=7, heads=1)), rand(2, 3, 7, seed=2)),                                # one head
+                 (SelfAttention(ModelConfig(emb=7, heads=1, dropout=0.5)), rand(2, 3, 7, seed=2)),                   # one head
                  (SelfAttention(ModelConfig(emb=6, heads=2, wide=True)), rand(2, 4, 6, seed=3)),                     # wide heads
                  (SelfAttention(ModelConfig(emb=5, heads=3, wide=True)), rand(1, 3, 5, seed=4)),
                  (SelfAttention(ModelConfig(emb=8, heads=4)).to(torch.bfloat16), rand(3, 2, 8, seed=5, dtype=torch.bfloat16))]
@@ -306,6 +325,42 @@ def check_selfattention_forward(fn):
                 expect(same(out, ref, atol=0.03, rtol=0.03), "wrong values for a bfloat16 module and input")
             else:
                 ref = to_torch_mha(sa).eval()(x, x, x, need_weights=False)[0] if i == 0 else _wide_reference(sa, x)
+                expect(same(out, ref) or same(out, run(sa, x)), f"your forward is random in eval mode (sa.eval(), "
+                       f"sa.dropout = {sa.dropout}): a dropout that is always on (training=True)? This forward has no "
+                       "dropout; a dropout follows sa.training")
                 diagnose(out, ref, _forward_wrongs(sa, x), "the values are wrong: the steps are project, split the heads, "
                                                            "attend, merge the heads, unify")
         on_device(fn, meta.eval(), rand(2, 3, 6))
+    _expect_forward_train(fn, run)
+
+def _dropped_forward(sa, x, where='weights'):
+    "The forward of narrow `sa` with dropout sa.dropout on the attention weights (`where`='weights'), on its output or twice"
+    b, t, e = x.shape
+    q, k, v = (f(x).view(b, t, sa.heads, -1).transpose(1, 2) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
+    w = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1)
+    if where in ('weights', 'twice'): w = F.dropout(w, sa.dropout, True)
+    if where == 'twice': w = F.dropout(w, sa.dropout, True)
+    out = (w @ v).transpose(1, 2).reshape(b, t, e)
+    if where == 'merged': out = F.dropout(out, sa.dropout, True)
+    out = sa.unifyheads(out)
+    return F.dropout(out, sa.dropout, True) if where == 'output' else out
+
+def _expect_forward_train(fn, run):
+    "In training mode with sa.dropout = 0.3, `fn` gives the forward without dropout, or with dropout on the weights (the same draws)"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        sa, x = SelfAttention(ModelConfig(emb=12, heads=3, dropout=0.3)).train(), rand(4, 6, 12, seed=6)
+    with torch.no_grad():
+        out = seeded(run, sa, x)
+        run.like(out, x)
+        if same(out, _dropped_forward(sa, x, None)) or same(out, seeded(_dropped_forward, sa, x)):
+            expect_mode_kept(fn, sa, x)
+            return
+        for where, hint in (('output', "on the output, after sa.unifyheads"), ('merged', "on the merged heads"),
+                            ('twice', "twice on the weights")):
+            expect(not same(out, seeded(_dropped_forward, sa, x, where)), f"in training mode (sa.dropout = 0.3) you "
+                   f"applied dropout {hint}: this forward has none (a dropout, as SelfAttention's, goes once on the "
+                   "attention weights, attention(q, k, v, dropout=sa.dropout, training=sa.training))")
+        expect(False, "right in eval mode, but in training mode (sa.dropout = 0.3) your forward differs from the forward "
+               "without dropout and from the one with dropout on the attention weights (the same random draws): a dropout "
+               "elsewhere, or one of your own?")
