@@ -316,3 +316,53 @@ def rms_normalize(x, w, eps=1e-5): return F.normalize(x, dim=-1) * x.size(-1) **
 def test_far_positions_and_hidden_clamps_issue31():
     assert_check(check_rotary, rotary, [(rot_half_positions, 'far into a sequence.*float16')])
     assert_check(check_rms_norm, rms_norm, [(rms_normalize, "F.normalize's")])
+
+
+# --- issue 31, second audit: what the turn differs in (pair lengths, precision, frequencies); RMSNorm's variants -------
+import math
+
+def _rope_with(q, k, v, start, theta, pos_dtype=torch.float64, denom=None, freqs='pairs', half=False):
+    "RoPE with one knob turned: the positions' dtype, the exponent's denominator, s distinct frequencies, angles rounded to float16"
+    t, s = q.size(2), q.size(-1)
+    pos = torch.arange(start, start + t, device=q.device).to(pos_dtype).double()
+    if freqs == 'pairs':
+        f = theta ** (-torch.arange(0, s, 2, dtype=torch.float64, device=q.device) / (denom or s))
+        a = (pos[:, None] * f).repeat(1, 2)
+    else: a = pos[:, None] * theta ** (-torch.arange(s, dtype=torch.float64, device=q.device) / s)   # one per dim
+    if half: a = a.half().double()
+    c, sn = a.cos().to(q.dtype), a.sin().to(q.dtype)
+    def turn(x): x1, x2 = x.chunk(2, -1); return x * c + torch.cat([-x2, x1], -1) * sn
+    return turn(q), turn(k), v
+
+def rot_f16_angles(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, half=True)
+def rot_bf16_pos(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, pos_dtype=torch.bfloat16)
+def rot_denom_heads(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, denom=2 * q.size(1))
+def rot_denom_s2(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, denom=q.size(-1) + 2)
+def rot_s_freqs(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, freqs='dims')
+def rot_float64(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta)          # valid: float64 angles
+def rot_complex(q, k, v, start=0, theta=10000.):                                                    # valid: complex numbers
+    t, s = q.size(2), q.size(-1)
+    a = torch.arange(start, start + t, dtype=torch.float64, device=q.device)[:, None] * theta ** (-torch.arange(0, s, 2, dtype=torch.float64, device=q.device) / s)
+    z = torch.polar(torch.ones_like(a), a)
+    def turn(x): x1, x2 = x.double().chunk(2, -1); y = torch.complex(x1, x2) * z; return torch.cat([y.real, y.imag], -1).to(x.dtype)
+    return turn(q), turn(k), v
+
+def test_check_rotary_angles_issue31():
+    assert_check(check_rotary, rotary, [
+        (rot_f16_angles, r'off by up to .* low precision'), (rot_bf16_pos, r'low precision'),
+        (rot_denom_heads, r'θ\^\(-2i/12\).*denominator is s'), (rot_denom_s2, r'denominator is s'),
+        (rot_s_freqs, r'changes the length .* pairs')])
+    for ok in (rot_float64, rot_complex): assert_check(check_rotary, ok)
+
+def rms_gemma(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + w)
+def rms_eps_sq(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps * eps) * w
+def rms_half(x, w, eps=1e-5): return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)).half().to(x.dtype) * w
+def rms_bf16(x, w, eps=1e-5): return rms_norm(x, w, eps).bfloat16().to(x.dtype)
+def rms_upcast(x, w, eps=1e-5): x64 = x.double(); return (x64 * (x64.square().mean(-1, keepdim=True) + eps).rsqrt() * w.double()).to(x.dtype)
+def rms_vector_norm(x, w, eps=1e-5): return x / torch.sqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.size(-1) + eps) * w
+
+def test_check_rms_norm_variants_issue31():
+    assert_check(check_rms_norm, rms_norm, [(rms_gemma, r'\(1 \+ weight\)'), (rms_eps_sq, r'eps²'),
+                                            (rms_half, r'off by up to .* lower precision'), (rms_bf16, r'lower precision')])
+    for ok in (rms_upcast, rms_vector_norm, lambda x, w, eps=1e-5: F.rms_norm(x, x.shape[-1:], w, eps)):
+        assert_check(check_rms_norm, ok)

@@ -6,7 +6,7 @@
 __all__ = ['check_rotary', 'check_rms_norm', 'check_swiglu', 'check_repeat_kv']
 
 # %% ../../nbs/checks/27_modern.checks.ipynb #57ddd3a1
-import copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 27, use them)
+import copy, math, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 27, use them)
 from ..core import *
 from ..config import ModelConfig   # noqa: F401 (as above)
 
@@ -72,6 +72,34 @@ def _rotary_wrongs(x, start, theta):
             (_turn(merged, pos, theta).view(b, t, h, s).transpose(1, 2), "you rotated the whole e = h·s vector, as before "
              "the head split: RoPE turns each head's s dims, with the head size s in θ^(-2i/s)")]
 
+def _angles_hint(o, x, pos, theta, name):
+    "What the turn of `x` (b, h, t, s) into `o` differs in from RoPE's at positions `pos`: pair lengths, precision, the angles of which pairs"
+    s = x.size(-1)
+    x1, x2, y1, y2 = (z.double() for z in (x[..., :s // 2], x[..., s // 2:], o[..., :s // 2], o[..., s // 2:]))
+    if not same(y1 ** 2 + y2 ** 2, x1 ** 2 + x2 ** 2, atol=1e-3, rtol=1e-3):
+        return (f"your turn changes the length of the {name}' pairs (i, i + s/2), which a rotation keeps: both dims of a pair "
+                "turn by one angle, the cos and sin of p·θ^(-2i/s) for dim i and for dim i + s/2 (the s/2 angles repeated "
+                "as [a, a]), and rotate_half pairs the two halves")
+    a = torch.atan2(x1 * y2 - x2 * y1, x1 * y1 + x2 * y2).flatten(0, -3)[0]            # (t, s/2): the angles you turned by
+    ref = pos.double()[:, None] * theta ** (-torch.arange(s // 2, dtype=torch.float64) * 2 / s)
+    d = torch.remainder(a - ref + math.pi, 2 * math.pi) - math.pi
+    err = float(d.abs().max())
+    if err < 0.05: return (f"the {name}' angles are off by up to {err:.1e} rad: computed in a low precision (float16 or "
+                           "bfloat16 positions or frequencies)? Compute the angles in float32 (or float64) and cast cos and "
+                           "sin to q's dtype at the end")
+    bad = [i for i in range(s // 2) if d[:, i].abs().max() > 1e-3]
+    j = next((j for j in range(len(pos)) if pos[j] != 0), None)
+    hint = f"the {name}' pairs {bad} turn by other angles than p·θ^(-2i/s) (s = {s}, pairs i = 0 .. {s // 2 - 1})"
+    if j is None or s < 4: return hint
+    p = float(pos[j])
+    hint += f": at position {p:g} pair 1 turned by {float(a[j, 1]):.4f} rad, not {float(ref[j, 1]):.4f}"
+    f = float(a[j, 1]) / p
+    if 0 < f < 1 and f != 1:
+        X = -2 * math.log(theta) / math.log(f)
+        if abs(X - round(X)) < 0.02 and round(X) != s:
+            hint += f" (your frequencies are θ^(-2i/{round(X)}): the exponent's denominator is s = q.size(-1) = {s}, the head's size)"
+    return hint
+
 @checker(solution='modern.rotary')
 def check_rotary(fn):
     "Check `fn(q, k, v, start, theta)`: q and k turned by RoPE at positions start.. (pairs (i, i + s/2)), v unchanged"
@@ -93,9 +121,8 @@ def check_rotary(fn):
                "turn the keys too: both sides of the scores need their positions")
         for o, x, name in ((oq, q, 'queries'), (ok, k, 'keys')):
             diagnose(o, _turn(x, pos, theta), [w for w in _rotary_wrongs(x, start, theta) if w[0] is not None],
-                     f"the {name} differ from RoPE's turn at positions {start}..{start + q.size(2) - 1} for shape {tuple(x.shape)}, "
-                     "and from each usual mistake: pair (i, i + s/2) of the token at position p turns by p·θ^(-2i/s), "
-                     "x·cos + rotate_half(x)·sin")
+                     f"at positions {start}..{start + q.size(2) - 1}, shape {tuple(x.shape)}, θ={theta:g}: "
+                     + _angles_hint(o, x, pos, theta, name))
     q, k, v = rand(1, 2, 3, 4, seed=13), rand(1, 1, 3, 4, seed=14), rand(1, 1, 3, 4, seed=15)   # far into a sequence
     out = run(q, k, v, start=3001)
     expect(isinstance(out, (tuple, list)) and len(out) == 3, "return three tensors, (q, k, v), the values included")
@@ -136,7 +163,12 @@ def _rms_wrongs(x, w, eps):
            (x / torch.sqrt(ms(x) + eps), "multiply by weight (γ) after normalising"),
            (x * w / torch.sqrt(ms(x * w) + eps), "weight goes after the normalisation: the root mean square is of x, not of x·weight"),
            (x / torch.sqrt(ms(x) + eps) + w, "weight (γ) scales: multiply by it, don't add it"),
-           (x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w, "take the mean of the squares, not their sum")]
+           (x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w, "take the mean of the squares, not their sum"),
+           (x / torch.sqrt(ms(x) + eps) * (1 + w), "you scaled by (1 + weight), as Gemma does (its weights start at 0): "
+            "here weight itself is the scale γ (it starts at 1), multiply by it"),
+           (x / torch.sqrt(ms(x) + eps ** 2) * w, f"you added eps² = {eps ** 2:g} to the mean of the squares: add eps "
+            f"itself ({eps:g})"),
+           (x / torch.sqrt(ms(x) + eps) * w + eps, "eps goes inside the square root only")]
     for d in range(x.dim() - 1):
         what = 'the batch (dim 0)' if d == 0 else f'the time steps (dim {d})' if d == x.dim() - 2 else f'dim {d}'
         out.append((x / torch.sqrt(ms(x, d) + eps) * w, f"you normalised over {what}: RMSNorm normalises each token over its "
@@ -167,7 +199,12 @@ def check_rms_norm(fn):
             expect(other == e or same(wo, ref) or not same(out, wo), f"use the eps you are given (eps={e:g} here), added to "
                    f"the mean of the squares: it looks like you used {what}" if given else
                    f"the default eps is 1e-5: it looks like you used {what}")
-        diagnose(out, ref, _rms_wrongs(x, w, e), f"for x of shape {tuple(x.shape)} the values differ from x / √(mean(x²) + eps) · weight")
+        err = float((out.double() - ref.double()).abs().max())
+        diagnose(out, ref, _rms_wrongs(x, w, e), f"for x of shape {tuple(x.shape)} ({x.dtype}) your values are close to "
+                 f"x / √(mean(x²) + eps) · weight, but off by up to {err:.1e}: a step in a lower precision (float16 or "
+                 "bfloat16: .half(), .bfloat16())? Compute in x's dtype or higher, and return x's dtype"
+                 if same(out, ref, atol=3e-2, rtol=3e-2) else f"for x of shape {tuple(x.shape)} the values differ from "
+                 "x / √(mean(x²) + eps) · weight, and from each usual mistake")
     on_device(fn, *_rms_fixtures()[0])
 
 # %% ../../nbs/27_modern.ipynb #50567d6b
