@@ -94,17 +94,23 @@ _MOVED = ("your code moved or converted the model it was given ({how}): it is th
           "your function; move the batch to the model instead, xb.to(model_device(model)), and leave the model as it came")
 
 def _watch(model):
-    "Make `model.cpu()`, `.double()`, `.to(...)` (every `_apply`) fail when it would move or convert `model`; undo with `_unwatch`"
-    orig, probe = model._apply, next(model.parameters()).detach()
-    def _apply(fn, *args, **kwargs):
-        try: r = fn(probe); how = None if (r.device, r.dtype) == (probe.device, probe.dtype) else f"to {r.device.type} {r.dtype}"
-        except Exception: how = f"away from {probe.device.type}"   # e.g. model.cpu() on a meta model
-        expect(how is None, _MOVED.format(how=f"model.cpu(), .double() or .to(...): {how}"))
-        return orig(fn, *args, **kwargs)
-    model._apply = _apply
+    """Make `model.cpu()`, `.double()`, `.to(...)` (every `_apply`) fail when it would move or convert `model` itself (a copy
+    of it may be converted); undo with `_unwatch`"""
+    probe, cls = next(model.parameters()).detach(), type(model)
+    class Watched(cls):
+        _watched = True
+        def _apply(self, fn, *args, **kwargs):
+            if self is model:
+                try: r = fn(probe); how = None if (r.device, r.dtype) == (probe.device, probe.dtype) else f"to {r.device.type} {r.dtype}"
+                except Exception: how = f"away from {probe.device.type}"   # e.g. model.cpu() on a meta model
+                expect(how is None, _MOVED.format(how=f"model.cpu(), .double() or .to(...): {how}"))
+            return super()._apply(fn, *args, **kwargs)
+    Watched.__name__, Watched.__qualname__ = cls.__name__, cls.__qualname__
+    model.__class__ = Watched
     return model
 
-def _unwatch(model): model.__dict__.pop('_apply', None)
+def _unwatch(model):
+    if getattr(type(model), '_watched', False): model.__class__ = type(model).__mro__[1]
 
 def _model_state(model):
     "The dtype, device and values of every parameter and buffer of `model`"
