@@ -366,3 +366,10 @@ def test_check_rms_norm_variants_issue31():
                                             (rms_half, r'off by up to .* lower precision'), (rms_bf16, r'lower precision')])
     for ok in (rms_upcast, rms_vector_norm, lambda x, w, eps=1e-5: F.rms_norm(x, x.shape[-1:], w, eps)):
         assert_check(check_rms_norm, ok)
+
+def rms_float_out(x, w, eps=1e-5): x = x.float(); return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w   # float32 for bfloat16
+def rms_bf16_native(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w                 # valid in x's dtype
+
+def test_check_rms_norm_bfloat16_issue31():
+    assert_check(check_rms_norm, rms_norm, [(rms_float_out, r'bfloat16, got torch.float32')])
+    assert_check(check_rms_norm, rms_bf16_native)
