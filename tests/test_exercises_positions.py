@@ -215,8 +215,8 @@ def pp_full_cpu(m):                                            # torch.where wit
 
 def test_check_positions_from_pad_issue31():
     assert_check(check_positions_from_pad, positions_from_pad, [
-        (pp_int32_out, r'torch.long.*int32'), (pp_cpu_buffer, r"mask's device on a GPU.*__setitem__"),
-        (pp_cpu_trip, r"mask's device on a GPU"), (pp_from_list, r"device"), (pp_full_cpu, r"mask's device|stay on")])
+        (pp_int32_out, r'torch.long.*int32'), (pp_cpu_buffer, r"device"),
+        (pp_cpu_trip, r"device"), (pp_from_list, r"device"), (pp_full_cpu, r"mask's device|stay on")])
 
 def pp_buffer_on_device(m):                                    # a buffer made on the mask's device, filled by a boolean index
     out = torch.zeros(m.shape, dtype=torch.long, device=m.device)
@@ -232,3 +232,15 @@ def pp_loop_device(m):                                         # a Python loop, 
 def test_positions_from_pad_valid_styles_issue31():
     for fn in (pp_buffer_on_device, pp_new_zeros, pp_loop_device):
         assert_check(check_positions_from_pad, fn)
+
+def pp_arange_moved(m):                                        # an arange made on the CPU, then moved to the mask's device
+    j = torch.arange(m.size(1)).to(m.device)
+    first = torch.where(m, j, m.size(1)).amin(1, keepdim=True)
+    return torch.where(m, m.long().cumsum(1) - 1, 0).clamp(min=0) + 0 * (j - first).clamp(min=0)
+def pp_arange_to_cpu(m):                                       # the same, sent to 'cpu' by name: wrong on a GPU
+    j = torch.arange(m.size(1)).to('cpu')
+    return (m.long().cumsum(1) - 1).clamp(min=0) + 0 * j
+
+def test_positions_from_pad_moved_tensors():
+    assert_check(check_positions_from_pad, pp_arange_moved)
+    assert_check(check_positions_from_pad, positions_from_pad, [(pp_arange_to_cpu, r"device")])

@@ -17,7 +17,7 @@ RANGE = r'fixed range'                     # a loop over range(2) on a batch of 
 SQUEEZE = r'batch dim of a batch of one is gone'
 INPLACE = r'changed its input .* in place'
 DTYPE = r"keep the inputs' dtype"
-DEVICE = r"stay on the inputs' device"
+DEVICE = r"stay on the inputs' device|made on the CPU"
 FIRST = r'first one|row 0'                 # the first sequence (or row) used for all
 
 

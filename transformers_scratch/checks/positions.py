@@ -116,7 +116,8 @@ class _Follow(torch.overrides.TorchFunctionMode):
         out = func(*args, **kwargs)
         to_cpu = name == 'cpu' or (name == 'to' and any(str(a) == 'cpu' for a in list(args[1:]) + list(kwargs.values()) if isinstance(a, str)))
         if to_cpu and isinstance(out, torch.Tensor) and id(out) in self.ids: out = out.clone()   # .cpu() of a CPU tensor is itself
-        if (ours or kwargs.get('device') is not None) and not to_cpu: self._add(out)
+        moved = name == 'to' and any(isinstance(a, torch.device) for a in list(args[1:]) + list(kwargs.values()))   # .to(m.device)
+        if (ours or moved or kwargs.get('device') is not None) and not to_cpu: self._add(out)
         return out
 
 def _expect_follows(fn, pm):
