@@ -319,7 +319,6 @@ def test_far_positions_and_hidden_clamps_issue31():
 
 
 # --- issue 31, second audit: what the turn differs in (pair lengths, precision, frequencies); RMSNorm's variants -------
-import math
 
 def _rope_with(q, k, v, start, theta, pos_dtype=torch.float64, denom=None, freqs='pairs', half=False):
     "RoPE with one knob turned: the positions' dtype, the exponent's denominator, s distinct frequencies, angles rounded to float16"
@@ -340,7 +339,7 @@ def rot_denom_heads(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, 
 def rot_denom_s2(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, denom=q.size(-1) + 2)
 def rot_s_freqs(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta, freqs='dims')
 def rot_float64(q, k, v, start=0, theta=10000.): return _rope_with(q, k, v, start, theta)          # valid: float64 angles
-def rot_complex(q, k, v, start=0, theta=10000.):                                                    # valid: complex numbers
+def rot_polar(q, k, v, start=0, theta=10000.):                                                    # valid: complex numbers
     t, s = q.size(2), q.size(-1)
     a = torch.arange(start, start + t, dtype=torch.float64, device=q.device)[:, None] * theta ** (-torch.arange(0, s, 2, dtype=torch.float64, device=q.device) / s)
     z = torch.polar(torch.ones_like(a), a)
@@ -352,7 +351,7 @@ def test_check_rotary_angles_issue31():
         (rot_f16_angles, r'off by up to .* low precision'), (rot_bf16_pos, r'low precision'),
         (rot_denom_heads, r'θ\^\(-2i/12\).*denominator is s'), (rot_denom_s2, r'denominator is s'),
         (rot_s_freqs, r'changes the length .* pairs')])
-    for ok in (rot_float64, rot_complex): assert_check(check_rotary, ok)
+    for ok in (rot_float64, rot_polar): assert_check(check_rotary, ok)
 
 def rms_gemma(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + w)
 def rms_eps_sq(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps * eps) * w
