@@ -72,7 +72,7 @@ def p_probs_out(z, p): return F.softmax(top_p_filter(z, p), -1)
 def test_top_p():
     assert_check(check_top_p, top_p_filter, [
         (stub, 'not solved'), (p_crossing, 'off by one'), (p_unsorted_mask, 'sorted order'),
-        (p_ascending, 'least probable'), (p_zero, 'are 0'), (p_logit_cumsum, 'wrong tokens were kept'),
+        (p_ascending, 'least probable'), (p_zero, 'are 0'), (p_logit_cumsum, 'wrong tokens were kept|adds up the logits'),
         (p_probs_out, 'returned probabilities')])
 
 
@@ -350,3 +350,17 @@ def s_never_first(z, T=1.0, generator=None):                # id 0 can never com
 
 def test_sample_missing_id_named():
     assert_check(check_sample, sample, [(s_never_first, r'id \[0\] never came out')])
+
+def p_no_softmax(z, p):                                     # the running total of the logits themselves
+    srt, idx = z.sort(-1, descending=True)
+    drop = srt.cumsum(-1) - srt >= p
+    return z.masked_fill(torch.zeros_like(drop).scatter(-1, idx, drop), NEG)
+def p_gather_back(z, p):                                    # gather(-1, idx) to "unsort": the wrong permutation
+    srt, idx = z.sort(-1, descending=True)
+    pr = F.softmax(srt, -1)
+    return z.masked_fill((pr.cumsum(-1) - pr >= p).gather(-1, idx), NEG)
+def p_threshold(z, p): return z.masked_fill(F.softmax(z, -1) < p, NEG)     # each token's own probability against p
+
+def test_top_p_more_causes():
+    assert_check(check_top_p, top_p_filter, [(p_no_softmax, 'adds up the logits'), (p_gather_back, 'does not undo the sort'),
+                                             (p_threshold, 'own probability')])

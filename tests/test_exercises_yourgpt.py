@@ -884,3 +884,13 @@ def test_generate_grad_left_off():
     try: assert_check(check_generate, generate, [(gen_grad_off, 'switched gradients off|no_grad')])
     finally: torch.set_grad_enabled(True)
     assert torch.is_grad_enabled()
+
+gpt_pos_after = _gpt('gpt_pos_after', lambda s, x: s.toprobs(s.trunk.norm(_blocks(s, s.trunk.token_emb(x)) + s.trunk.pos_emb(_pos(x)))))
+class gpt_reversed_blocks(GPT):
+    def forward(self, x):
+        h = self.trunk.do(self.trunk.token_emb(x) + self.trunk.pos_emb(_pos(x)))
+        for b in list(self.trunk.blocks)[::-1]: h = b(h)
+        return self.toprobs(self.trunk.norm(h))
+
+def test_gpt_more_causes():
+    assert_check(check_gpt, GPT, [(gpt_pos_after, 'after the blocks'), (gpt_reversed_blocks, 'reverse order')])

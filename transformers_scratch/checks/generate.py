@@ -259,6 +259,15 @@ def check_top_p(fn):
                "vocabulary order: sort the probabilities first, largest first (sort(-1, descending=True)), then cumsum")
         crossing = torch.zeros_like(keep).scatter(-1, idx, srt.cumsum(-1) <= p)
         expect(not bool((keep == crossing).all()), f"off by one at p={p}: also keep the token that takes the total past p (drop a token only when the tokens before it reach p)")
+        if bool((keep == (probs >= p)).all() or (keep == (F.softmax(logits.float(), -1) >= p)).all()):   # a threshold? ask a row where it differs
+            d = _call_on(fn, torch.tensor([[0.4, 0.35, 0.25]]).log(), 0.5)   # the nucleus is .4 .35, a threshold keeps nothing
+            expect(not (isinstance(d, torch.Tensor) and d.shape == (1, 3) and bool(_dropped(d).all())), "you kept the tokens "
+                   "whose own probability is >= p (a threshold, as min-p's): top-p adds up the probabilities, largest first, and keeps tokens until the total reaches p")
+        lsrt, lidx = logits.float().sort(-1, descending=True)
+        expect(not bool((keep == torch.zeros_like(keep).scatter(-1, lidx, lsrt.cumsum(-1) - lsrt < p)).all()),
+               "the running total adds up the logits: turn them into probabilities first (softmax of the sorted logits), then cumsum")
+        expect(not bool((keep == sorted_mask.gather(-1, idx)).all()), "gather(-1, idx) does not undo the sort: scatter the "
+               "mask back (torch.zeros_like(mask).scatter(-1, idx, mask)), or gather with the inverse, idx.argsort(-1)")
         extra = torch.zeros_like(keep).scatter(-1, idx, torch.cat([torch.zeros_like(srt[..., :1]), srt.cumsum(-1)[..., :-1] - srt[..., :-1]], -1) < p)
         expect(not bool((keep == extra).all()), f"off by one at p={p}: you kept one token more than the one that takes the total "
                "past p; a token whose predecessors already add up to p (>= p) is dropped: mass before it = cumsum - its own probability")

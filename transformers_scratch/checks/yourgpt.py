@@ -425,6 +425,12 @@ def _gpt_wrongs(ref, x):
     "(logits, hint) of the usual mistakes of a GPT with the weights of the library's `ref` on the ids x (b, t)"
     T = ref.trunk
     pos = torch.arange(x.size(1))
+    def through(h):
+        for blk in T.blocks: h = blk(h)
+        return h
+    def run_blocks(h, order):
+        for blk in order(list(T.blocks)): h = blk(h)
+        return ref.toprobs(T.norm(h))
     def run(h, norm=1):
         for blk in T.blocks: h = blk(h)
         for _ in range(int(norm)): h = T.norm(h)
@@ -441,6 +447,9 @@ def _gpt_wrongs(ref, x):
              "they are 0..t-1 along the sequence, torch.arange(t) with t = x.size(1)"),
             (run(T.token_emb(x) + T.pos_emb(torch.zeros_like(pos))), "every position gets pos_emb(0): the positions are "
              "0..t-1, torch.arange(t), one per token of the window"),
+            (ref.toprobs(T.norm(through(T.token_emb(x)) + T.pos_emb(pos))),
+             "the positions are added after the blocks: add pos_emb to the token embeddings before the first block"),
+            (run_blocks(T.token_emb(x) + T.pos_emb(pos), reversed), "the blocks run in reverse order: trunk.blocks[0] first"),
             (run(T.token_emb(x) + T.pos_emb(pos), norm=2),
              "the final LayerNorm is applied twice: trunk.norm once, after the last block, before toprobs"),
             (run(T.token_emb(x)), "the positions are not added: add pos_emb of the positions 0..t-1 to the token embeddings"),
@@ -528,8 +537,9 @@ def check_gpt(cls):
                     right = passed[0] if passed else _right_on(_agrees(cls, GenerationTransformer, 'GPT',
                                                                        lambda c, b, t, dt: randint(0, c.n_tokens, (b, t), seed=t)))
                     expect(not right, f"right for {right} but for emb={c.emb}, heads={c.heads}, depth={c.depth}, "
-                           f"seq_len={c.seq_len} and ids of shape {tuple(x.shape)} your logits differ from the library's: is a "
-                           "size hard-coded (t from x.size(1), the rest from the config)?")
+                           f"seq_len={c.seq_len} and ids of shape {tuple(x.shape)} your logits differ from the library's: "
+                           "something that depends on the sizes differs: a size hard-coded (t from x.size(1), the rest from "
+                           "the config), or the blocks (each once, in order)?")
                     expect(False, f"for emb={c.emb}, heads={c.heads}, depth={c.depth}, seq_len={c.seq_len} and ids of shape "
                            f"{tuple(x.shape)} your logits differ from the library's, though they are causal: the order is "
                            "token_emb(x) + pos_emb(arange(t)), do, each block once, trunk.norm once, toprobs")
