@@ -470,3 +470,12 @@ def test_check_blocks_functional_dropout():
                                                         (post_do_input, "not on its input"), (post_do_twice, 'twice')])
     assert_check(check_prenorm_block, prenorm_block, [(pre_fdrop_on, 'random in eval mode'),
                                                       (pre_fdrop_ff, "MLP's output too")])
+
+def post_fdrop_do_mode(blk, x, pad_mask=None, cache=None):   # valid: the mode read from blk.do itself
+    h = blk.norm1(x + F.dropout(blk.attention(x, pad_mask, cache), blk.do.p, blk.do.training)); return blk.norm2(h + blk.ff(h))
+def pre_fdrop_do_mode(blk, x, pad_mask=None, cache=None):
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), blk.do.p, blk.do.training); return h + blk.ff(blk.norm2(h))
+
+def test_check_blocks_dropout_mode_from_do():
+    assert_check(check_postnorm_block, post_fdrop_do_mode)
+    assert_check(check_prenorm_block, pre_fdrop_do_mode)

@@ -271,7 +271,7 @@ def _test_blocks(prenorm):
             blk = TransformerBlock(ModelConfig(emb=emb, heads=heads, mult=mult, prenorm=prenorm, **kw), causal=causal).eval().to(dtype)
             with torch.no_grad():
                 for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
-            blk.do = _Scale()
+            blk.do = _Scale().eval()                          # in the mode of the block
             x = rand(b, t, emb, seed=emb, dtype=dtype) * 2
             n_pad = randint(0, t - 1, (b,), seed=t)           # front pads, irregular per row; at least one real token
             pad = torch.arange(t) >= n_pad[:, None]
