@@ -384,3 +384,15 @@ def test_merge_heads_chunks_issue31():
         (mh_mean_repeat, r'chunks .* hold the same values'), (mh_sum_repeat, r'hold the same values'),
         (mh_reversed, r'hold the heads \[2, 1, 0\]'), (mh_first_wrong, r'chunks \[0\] .* not head r')])
     for ok in (mh_unbind, mh_flatten): assert_check(check_merge_heads, ok)
+
+def sf_drop_projections(sa, x): return sa.unifyheads(merge_heads(attention(*[F.dropout(z, sa.dropout, sa.training) for z in _qkv(sa, x)])))
+def sf_drop_scores(sa, x):
+    q, k, v = _qkv(sa, x)
+    w = masked_softmax(F.dropout(q @ k.mT / math.sqrt(q.size(-1)), sa.dropout, sa.training))
+    return sa.unifyheads(merge_heads(w @ v))
+def sf_module(sa, x): return sa(x)                                 # valid: the module's own forward (dropout on the weights)
+
+def test_selfattention_forward_dropout_places_issue31():
+    assert_check(check_selfattention_forward, selfattention_forward, [
+        (sf_drop_projections, r'queries, keys and values'), (sf_drop_scores, r'before the softmax')])
+    assert_check(check_selfattention_forward, sf_module)

@@ -334,10 +334,12 @@ def check_selfattention_forward(fn):
     _expect_forward_train(fn, run)
 
 def _dropped_forward(sa, x, where='weights'):
-    "The forward of narrow `sa` with dropout sa.dropout on the attention weights (`where`='weights'), on its output or twice"
+    "The forward of narrow `sa` with dropout sa.dropout on the attention weights (`where`='weights'), or elsewhere: 'output', 'merged', 'twice', 'projections', 'scores'"
     b, t, e = x.shape
     q, k, v = (f(x).view(b, t, sa.heads, -1).transpose(1, 2) for f in (sa.toqueries, sa.tokeys, sa.tovalues))
-    w = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1)
+    if where == 'projections': q, k, v = (F.dropout(z, sa.dropout, True) for z in (q, k, v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    w = F.softmax(F.dropout(scores, sa.dropout, True) if where == 'scores' else scores, -1)
     if where in ('weights', 'twice'): w = F.dropout(w, sa.dropout, True)
     if where == 'twice': w = F.dropout(w, sa.dropout, True)
     out = (w @ v).transpose(1, 2).reshape(b, t, e)
@@ -357,7 +359,8 @@ def _expect_forward_train(fn, run):
             expect_mode_kept(fn, sa, x)
             return
         for where, hint in (('output', "on the output, after sa.unifyheads"), ('merged', "on the merged heads"),
-                            ('twice', "twice on the weights")):
+                            ('twice', "twice on the weights"), ('projections', "to the queries, keys and values"),
+                            ('scores', "to the scores, before the softmax")):
             expect(not same(out, seeded(_dropped_forward, sa, x, where)), f"in training mode (sa.dropout = 0.3) you "
                    f"applied dropout {hint}: this forward has none (a dropout, as SelfAttention's, goes once on the "
                    "attention weights, attention(q, k, v, dropout=sa.dropout, training=sa.training))")
