@@ -13,7 +13,6 @@ from ..mlm import *
 # %% ../../nbs/40_mlm.ipynb #59091443
 #| code-fold: true
 # @title check_mask_tokens
-from .seq2seq import made_on_cpu, _CPU_MADE
 
 def _mlm_fixture(b, t, n_ids, pad_idx, specials, seed, exclude=()):
     "(b, t) irregular ids in [0, `n_ids`) with some special tokens and a different number of front pads per row"
@@ -119,7 +118,7 @@ def check_mask_tokens(fn):
     _random_id_range(run)
     _selection_independent(run)
     on_device(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0)
-    expect(not made_on_cpu(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0), f"{_CPU_MADE}: build inputs and "
+    expect(not made_on_cpu(fn, randint(3, 50, (2, 9), seed=3), 50, 51, pad_idx=0), f"{CPU_MADE}: build inputs and "
            "targets from x (torch.where, x.clone(), torch.full_like) and draw with device=x.device")
 
 def _random_id_range(run, n_tokens=7, m=4):
@@ -298,5 +297,5 @@ def check_masked_accuracy(fn):
     on_device(fn, rand(2, 4, 7, seed=9), _mlm_targets(2, 4, 7, seed=9))
     for lg, y, what in ((rand(2, 4, 7, seed=9), _mlm_targets(2, 4, 7, seed=9), ''),
                         (rand(2, 5, 7, seed=3), torch.full((2, 5), -100), ' when no position is selected')):
-        expect(not made_on_cpu(fn, lg, y), f"{_CPU_MADE}{what}: make the 0 with logits.new_zeros(()) or "
+        expect(not made_on_cpu(fn, lg, y), f"{CPU_MADE}{what}: make the 0 with logits.new_zeros(()) or "
                "torch.zeros((), device=logits.device), or guard the division with clamp(min=1) so that no new tensor is needed")
