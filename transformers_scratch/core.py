@@ -310,8 +310,9 @@ class _Lineage(TorchFunctionMode):
         moved = name == 'cuda' or name == 'to' and any(isinstance(a, torch.device) or isinstance(a, str) and a != 'cpu'
                                                        or isinstance(a, torch.Tensor) and a is not args[0] for a in seen)
         flat = [a for a in tree_flatten(seen if name != '__setitem__' else (args[0], args[2:]))[0] if isinstance(a, torch.Tensor)]
-        if name != '__getitem__' and any(id(a) in self.kin for a in flat) and any(   # a CPU-made tensor meets the inputs':
-                id(a) not in self.kin and a.dim() for a in flat): self.mixed = True   # on a GPU that op fails
+        if name != '__getitem__' and any(id(a) in self.kin and id(a) not in self.sent for a in flat) and any(
+                (id(a) not in self.kin or id(a) in self.sent) and a.dim() for a in flat):
+            self.mixed = True                             # a CPU-made tensor meets the inputs': on a GPU that op fails
         if (name == 'cpu' or 'cpu' in [a for a in seen if isinstance(a, str)] or kwargs.get('device') == 'cpu'
             or not moved and any(isinstance(a, torch.Tensor) and id(a) in self.sent for a in seen)):
             for o in tree_flatten(out)[0]:                        # sent to the CPU by name: off the inputs' device

@@ -99,34 +99,11 @@ def _pad_masks():
     rnd = torch.where(front[:, None], j >= 11 - n[:, None], j < n[:, None])     # front- or end-padded, n real tokens
     return fixed, torch.tensor([[0, 0, 0, 1, 1, 1, 1]]).bool(), rnd
 
-class _Follow(torch.overrides.TorchFunctionMode):
-    """Follow, on the CPU, which tensors come from the input (`follow`) and which were made on the CPU without a `device`:
-    an op that mixes the two (or indexes a CPU-made tensor with an input's tensor) is what fails on a GPU; `.mixed` names it"""
-    def __init__(self, follow): super().__init__(); self.ids, self.keep, self.mixed = {id(follow)}, [follow], None
-    def _add(self, out):
-        for o in torch.utils._pytree.tree_flatten(out)[0]:
-            if isinstance(o, torch.Tensor): self.ids.add(id(o)); self.keep.append(o)
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs, name = kwargs or {}, getattr(func, '__name__', str(func))
-        ts = [a for a in torch.utils._pytree.tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-        ours, cpu = [a for a in ts if id(a) in self.ids], [a for a in ts if id(a) not in self.ids and a.dim()]
-        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__):   # a CPU index into a GPU tensor is fine, not the reverse
-            cpu = [a for a in (args[0], *args[2:]) if isinstance(a, torch.Tensor) and a.dim() and id(a) not in self.ids]
-        if ours and cpu and self.mixed is None: self.mixed = f"{name} got a tensor made on the CPU and one of the mask's"
-        out = func(*args, **kwargs)
-        to_cpu = name == 'cpu' or (name == 'to' and any(str(a) == 'cpu' for a in list(args[1:]) + list(kwargs.values()) if isinstance(a, str)))
-        if to_cpu and isinstance(out, torch.Tensor) and id(out) in self.ids: out = out.clone()   # .cpu() of a CPU tensor is itself
-        moved = name == 'to' and any(isinstance(a, torch.device) for a in list(args[1:]) + list(kwargs.values()))   # .to(m.device)
-        if (ours or moved or kwargs.get('device') is not None) and not to_cpu: self._add(out)
-        return out
-
 def _expect_follows(fn, pm):
-    "Check on the CPU that `fn(pm)` makes its result from the mask or on its device, never from a tensor made on the CPU"
-    with _Follow(pm) as f: out = fn(pm)
-    hint = ("your positions would not be on the mask's device on a GPU: {} — make new tensors with device=pad_mask.device "
-            "(or torch.zeros_like, pad_mask.new_zeros), not on the CPU, and don't go through Python lists, numpy or .cpu()")
-    expect(f.mixed is None, hint.format(f.mixed))
-    expect(id(out) in f.ids, hint.format("your result is made on the CPU"))
+    "Check on the CPU (core's `made_on_cpu`) that `fn(pm)` makes its result from the mask or on its device, never on the CPU"
+    expect(not made_on_cpu(fn, pm), "your positions would not be on the mask's device on a GPU: a tensor of yours is made "
+           "on the CPU — make new tensors with device=pad_mask.device (or torch.zeros_like, pad_mask.new_zeros), not on the "
+           "CPU, and don't go through Python lists, numpy or .cpu()")
 
 @checker(solution='positions.positions_from_pad')
 def check_positions_from_pad(fn):
