@@ -183,3 +183,10 @@ def test_split_qkv_valid_styles(right): assert_check(check_split_qkv, right)
 
 @pytest.mark.parametrize('right', [bs_loop, bs_prefix_filter, bs_split_qkv_clone])
 def test_block_state_valid_styles(right): assert_check(check_block_state, right)
+
+def qkv_e768(w, b):                     # GPT-2 small's e written in: the slices run past a smaller weight
+    e = 768
+    return tuple((w[:, i * e:(i + 1) * e].T, b[i * e:(i + 1) * e]) for i in range(3))
+
+def test_split_qkv_hard_coded_e_is_named():
+    assert_check(check_split_qkv, split_qkv, [(qkv_e768, r"key and value weights are empty.*e hard-coded")])

@@ -75,6 +75,9 @@ def check_split_qkv(fn):
     for w, b, h in _qkv_fixtures():
         e, at = w.size(0), f"for w, b of {describe((w, b))}"
         with _VectorTransposes() as vt: out = _qkv_pairs(run(w, b), at)
+        empty = [_QKV[i] for i, (W, B) in enumerate(out) if isinstance(W, torch.Tensor) and 0 in W.shape]
+        expect(not empty, f"{at}: the {' and '.join(empty)} weight{'s are' if len(empty) > 1 else ' is'} empty: your slices run past w's 3e = {3 * e} columns "
+               "— is e hard-coded (768 is GPT-2 small's)? Take e from the weight, w.size(0)")
         for i, (W, B) in enumerate(out):
             name, rw, rb = _QKV[i], w[:, i * e:(i + 1) * e].T, b[i * e:(i + 1) * e]
             expect(tuple(W.shape) not in ((3 * e, e), (e, 3 * e)), f"{at}: the {name} weight is the whole c_attn weight "
