@@ -372,3 +372,14 @@ def rms_bf16_native(x, w, eps=1e-5): return x * torch.rsqrt(x.pow(2).mean(-1, ke
 def test_check_rms_norm_bfloat16_issue31():
     assert_check(check_rms_norm, rms_norm, [(rms_float_out, r'bfloat16, got torch.float32')])
     assert_check(check_rms_norm, rms_bf16_native)
+
+def rot_f32_out(q, k, v, start=0, theta=10000.):           # cos and sin left in float32: bfloat16 inputs come back float32
+    t, s = q.size(2), q.size(-1)
+    a = torch.arange(start, start + t, device=q.device, dtype=torch.float32)[:, None] * theta ** (-torch.arange(0, s, 2, device=q.device).float() / s)
+    a = a.repeat(1, 2)
+    def turn(x): x1, x2 = x.chunk(2, -1); return x * a.cos() + torch.cat([-x2, x1], -1) * a.sin()
+    return turn(q), turn(k), v
+
+def test_check_rotary_bfloat16_issue31():
+    assert_check(check_rotary, rotary, [(rot_f32_out, r'bfloat16, got torch.float32')])
+    for ok in (rot_float64, rot_polar): assert_check(check_rotary, ok)

@@ -133,6 +133,14 @@ def check_rotary(fn):
         expect(False, "right near the start, wrong far into a sequence (positions 3001..3003): are the positions or the "
                "angles in a low precision? float16 holds whole numbers exactly only up to 2048, bfloat16 up to 256: "
                "compute them in float32, and cast cos and sin to q's dtype at the end")
+    q, k, v = (rand(2, 2, 4, 8, seed=16 + i, dtype=torch.bfloat16) for i in range(3))   # bfloat16: the results stay bfloat16
+    out = run(q, k, v, start=5)
+    expect(isinstance(out, (tuple, list)) and len(out) == 3, "return three tensors, (q, k, v), the values included")
+    for o, x, name in ((out[0], q, 'q'), (out[1], k, 'k'), (out[2], v, 'v')):
+        run.like(o, x, f"the {name} you return for bfloat16 inputs")
+        expect(same(o.float(), _turn(x.float(), torch.arange(5, 9), 10000.), atol=0.05, rtol=0.05) or name == 'v',
+               f"right in float32 and float64, wrong for bfloat16 inputs: the {name} you return differ from RoPE's turn by "
+               "more than bfloat16's precision (angles computed in bfloat16?)")
     (q, k, v), kw = _rotary_fixtures()[1]
     on_device(fn, q, k, v, **kw)
 
