@@ -208,3 +208,16 @@ def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
     from learner_run import run_answered
     seen = run_answered(tmp_path, '41_pretrain.ipynb', {'my_MaskedLMDataLoader': ANSWER})
     for k in ('loaders', 'batches'): assert seen['end'][k] > seen['after check'][k], seen
+
+class NoSuperInit(MaskedLMDataLoader):          # fastai's DataLoader never set up
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        self.windows, self.mask_idx, self.n_tokens, self.special_ids, self.p = windows, mask_idx, n_tokens, tuple(special_ids), p
+        self.g, self.fixed = torch.Generator().manual_seed(seed), fixed
+
+class KwargsDropped(MaskedLMDataLoader):        # bs and the rest never reach DataLoader
+    def __init__(self, windows, mask_idx, n_tokens, special_ids=(), p=0.15, seed=0, fixed=False, **kw):
+        super().__init__(windows, mask_idx, n_tokens, special_ids, p, seed, fixed)
+
+def test_loader_set_up_wrongly_is_named():
+    assert_check(check_masked_lm_loader, MaskedLMDataLoader, [(NoSuperInit, r"super\(\).__init__|DataLoader"),
+                                                            (KwargsDropped, r"bs|keyword|batch")])

@@ -42,7 +42,13 @@ def _epoch(dl, what):
     "The batches of one pass over `dl`, each expected to be three tensors"
     try: batches = list(dl)
     except (TODO, CheckError): raise
-    except Exception as e: raise CheckError(f"a pass over your {what} raised {type(e).__name__}: {' '.join(str(e).split())[:150]}") from None
+    except Exception as e:
+        why = ''
+        if isinstance(e, AttributeError): why = (" — an attribute fastai's DataLoader sets up is missing: does your __init__ "
+                                                 "call super().__init__(windows, **kwargs)?")
+        elif 'stack' in str(e) or 'collate' in str(e): why = (" — the batches are not collated as fastai's are: pass bs "
+                                                              "and the other keyword arguments on to super().__init__")
+        raise CheckError(f"a pass over your {what} raised {type(e).__name__}: {' '.join(str(e).split())[:120]}{why}") from None
     for b in batches:
         expect(isinstance(b, (tuple, list)) and len(b) == 3 and all(torch.is_tensor(x) for x in b),
                f"a batch should be three tensors (inputs, where, targets), got {type(b).__name__}"
