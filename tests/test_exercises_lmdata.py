@@ -66,7 +66,7 @@ def lp_cpu_list(ids, i, n):                                 # through a Python l
 
 def test_lm_pair_issue31():
     assert_check(check_lm_pair, lm_pair, [
-        (lp_roll, 'one token later'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device')])
+        (lp_roll, 'last target'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device')])
 
 
 # issue 31, second audit: each wrong window gets its own cause, "hard-coded" only when the length is
@@ -83,3 +83,7 @@ def test_lm_pair_causes():
     from transformers_scratch.core import CheckError
     with pytest.raises(CheckError) as e: check_lm_pair(lp_early)
     assert 'hard-coded' not in str(e.value)
+
+
+def test_lm_pair_last_target():
+    assert_check(check_lm_pair, lm_pair, [(lp_roll, 'last target')])

@@ -894,3 +894,9 @@ class gpt_reversed_blocks(GPT):
 
 def test_gpt_more_causes():
     assert_check(check_gpt, GPT, [(gpt_pos_after, 'after the blocks'), (gpt_reversed_blocks, 'reverse order')])
+
+def gen_args_swapped(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # top_k and temperature swapped
+    return _loop(model, prompt, n, top_k, temperature, generator)
+
+def test_generate_args_order():
+    assert_check(check_generate, generate, [(gen_args_swapped, "sample_next's order")])

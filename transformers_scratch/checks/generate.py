@@ -34,7 +34,7 @@ def _call_on(fn, z, *args):
                 "(dim=-1, [..., -1:]) so that any number of leading dims works, none included" if z.dim() == 1 else
                 f"3-D logits {tuple(z.shape)}: work on the last dim (dim=-1, [..., -1:]) so that any leading dims work" if z.dim() > 2 else
                 f"{z.dtype} logits: keep the logits' dtype (fill with float('-inf'), build masks with torch.*_like)" if z.dtype != torch.float32
-                else f"logits of shape {tuple(z.shape)}: nothing hard-coded (take sizes from the logits)")
+                else f"logits of shape {tuple(z.shape)}")
         return f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on {what}"
     return Runs(fn, on_error=hint)(z, *args)
 

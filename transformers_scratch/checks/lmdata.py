@@ -64,6 +64,9 @@ def check_lm_pair(fn):
                    "i + 1: x = ids[i:i + seq_len] starts at position i")
             expect(not (i > 1 and len(ids) >= i * n + n and torch.equal(x, ids[i * n:i * n + n])),
                    "the window starts at token i, not at token i * seq_len")
+            expect(not (torch.equal(x, rx) and n > 1 and torch.equal(y[:-1], ry[:-1])), f"the last target is wrong: it is the "
+                   f"token after the window, ids[i + seq_len] (here position {i + n}); a roll wraps around to the window's "
+                   "first token: slice y = ids[i + 1:i + seq_len + 1]")
             expect(torch.equal(x, rx), f"x should be the window of seq_len tokens that starts at position i (here the tokens at positions {i} to {i + n - 1})")
             expect(False, f"y should be the window one token later than x (here the tokens at positions {i + 1} to {i + n})")
     on_device(fn, randint(0, 50, (12,), seed=1), 2, 5)

@@ -658,6 +658,9 @@ def _gen(fn, model, prompt, n, *args):
         if 'prob_dist must be 1 or 2 dim' in msg or 'must be 2-D' in msg:
             return (f"sample_next takes the (1, v) logits of the last position, logits[:, -1], not logits[:, -1:] "
                     f"({type(e).__name__}: {msg[:60]})")
+        if ("argument 'k'" in msg and 'must be int' in msg) or "for /: 'Tensor' and 'NoneType'" in msg:
+            return ("top_k got a float, or temperature None: hand the arguments on in sample_next's order, sample_next(logits, temperature, top_k, "
+                    f"generator) ({type(e).__name__}: {msg[:60]})")
         if 'values to unpack' in msg: return ("the model returns the logits alone, one tensor (not nanoGPT's (logits, loss)): "
                                               f"logits = model(x) ({type(e).__name__}: {msg[:60]})")
         name = next((n for n in _THEIR_NAMES if f"attribute '{n}'" in msg), None)
