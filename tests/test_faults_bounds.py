@@ -147,6 +147,7 @@ def test_forged_configuration(d, capsys, tmp_path, cmd, f, pattern):
     (['generate', '--pretrained', ''], r"^tfs generate: error: --pretrained is empty: give a hub name"),
     (['generate', '--pretrained', '  '], '--pretrained is empty'),
     (['classify', '--gpt2', '', '--quick'], '--gpt2 is empty'),
+    (['classify', '--gpt2', 'no/such/folder', '--quick'], r"--gpt2 'no/such/folder': no such folder \(--quick .*reads no model"),
     (['generate', '--model', ''], '--model is empty'),
     (['predict', '--model', '', 'a good film'], '--model is empty'),
     (['classify', '--quick', '--encoder', ''], '--encoder is empty'),
@@ -154,7 +155,7 @@ def test_forged_configuration(d, capsys, tmp_path, cmd, f, pattern):
     (['predict', '--model', 'm.pt', b'un film \xe9patant'.decode('utf-8', 'surrogateescape')], r'the text to classify is not valid UTF-8 text \(byte 0xe9 at character 8\)'),
     (['generate', '--prompt', b'\xff\xfe'.decode('utf-8', 'surrogateescape')], r'--prompt is not valid UTF-8 text \(byte 0xff'),
     (['translate', '--model', 'm.pt', b'ein \x81'.decode('utf-8', 'surrogateescape')], r'the sentence is not valid UTF-8'),
-], ids=['pretrained-empty', 'pretrained-blank', 'classify-gpt2-empty', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty',
+], ids=['pretrained-empty', 'pretrained-blank', 'classify-gpt2-empty', 'classify-gpt2-missing-quick', 'model-empty', 'predict-model-empty', 'encoder-empty', 'dest-empty',
         'predict-not-utf8', 'prompt-not-utf8', 'sentence-not-utf8'])
 def test_refused_before_any_work(capsys, tmp_path, monkeypatch, args, pattern):
     "An empty name is not 'not given' (`--pretrained ''` would train for hours), and text that is not UTF-8 is refused"

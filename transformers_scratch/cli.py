@@ -187,6 +187,10 @@ def _run(a):
     if a.cmd == 'classify' and a.gpt2:
         given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None]
         if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
+        from transformers_scratch.gpt2 import GPT2_NAMES
+        if a.quick and not (os.path.isdir(a.gpt2) or a.gpt2 in GPT2_NAMES):   # --quick trains a tiny random model: the source is never read
+            raise CLIError(f"tfs classify: error: --gpt2 {a.gpt2!r}: no such folder (--quick fine-tunes a tiny random GPT-2 shape and "
+                           f"reads no model: give an existing folder or one of {', '.join(GPT2_NAMES)}, or drop --quick)")
         from transformers_scratch.gpt2_classify import run_gpt2_classify
         return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len,
                       precision=a.precision, out=a.out)
