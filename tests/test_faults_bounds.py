@@ -244,3 +244,24 @@ def test_ctrl_c_while_starting(d, tmp_path):
         assert out == ''
     assert any('while starting' in l for l in lines), lines   # some of them did land during the imports
     assert left(tmp_path) == ['tfs']
+
+def test_a_refusal_after_the_start_is_one_line(capsys, tmp_path, monkeypatch):
+    "The full configuration's note on a CPU is said when training starts: a refusal before it (no data here) stays one line"
+    monkeypatch.setenv('TFS_DATA', str(tmp_path/'empty')); monkeypatch.setenv('TFS_OFFLINE', '1')
+    (tmp_path/'empty').mkdir(); monkeypatch.chdir(tmp_path)
+    code, out, err = tfs(capsys, 'classify')
+    line = one_line(code, err, r"dataset 'imdb_sample' not found", want=code)
+    assert code != 0 and 'note' not in line and out == ''
+
+def test_the_note_is_said_when_training_starts(capsys):
+    "start_run's note waits for set_precision, which every runner calls once its learner is built"
+    from types import SimpleNamespace
+    from transformers_scratch.training import start_run
+    from transformers_scratch.runtime import set_precision
+    capsys.readouterr()
+    start_run(False)
+    assert capsys.readouterr().err == ''
+    set_precision(SimpleNamespace(dls=SimpleNamespace(device=torch.device('cpu'))), 'fp32')
+    assert 'the full configuration is meant for a GPU' in capsys.readouterr().err
+    start_run(True); set_precision(SimpleNamespace(dls=SimpleNamespace(device=torch.device('cpu'))), 'fp32')
+    assert capsys.readouterr().err == ''      # --quick: no note, and none left over from before

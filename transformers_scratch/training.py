@@ -8,7 +8,7 @@ __all__ = ['has_fused_adamw', 'adamw', 'train_step', 'DeviceSmoothLoss', 'LazyPr
            'start_run']
 
 # %% ../nbs/09_training.ipynb #5ca03b84
-import os, sys, time
+import os, time
 from contextlib import contextmanager
 import torch, torch.distributed as dist
 from fastai.optimizer import OptimWrapper
@@ -16,7 +16,7 @@ from fastai.callback.core import Callback
 from fastai.callback.progress import ProgressCallback
 from fastai.learner import AvgSmoothLoss
 from fastai.torch_core import to_detach
-from .runtime import default_device, validate_precision
+from .runtime import default_device, validate_precision, note_at_training
 from fastai.torch_core import set_seed
 from .checkpoints import validate_output
 
@@ -172,12 +172,12 @@ def start_run(quick,          # the small configuration (minutes on a CPU) inste
               loaded=False,   # the model comes from a file and is not trained: no note about training time
               precision=None, # the mixed precision asked for ('auto', 'bf16', 'fp16', 'fp32'): checked against the device
              ):
-    "Start a run: check `out` and `precision`, pick the device, say once if a full configuration would train on a CPU, seed; returns a `Run`"
+    "Start a run: check `out` and `precision`, pick the device, say (when training starts, in `set_precision`) if a full configuration would train on a CPU, seed; returns a `Run`"
     t0 = time.time()
     if out is not None: out = validate_output(out, 'out')
     dev = launch_device()                            # under torchrun / accelerate launch: this rank's GPU
     if precision is not None: validate_precision(precision, dev)   # refused before the note, not after it
-    if not quick and not loaded and dev.type == 'cpu' and is_main_process():
-        print("tfs: note: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes", file=sys.stderr)
+    note_at_training("tfs: note: the full configuration is meant for a GPU and takes hours on a CPU; --quick runs in minutes"
+                     if not quick and not loaded and dev.type == 'cpu' and is_main_process() else None)   # said when training starts
     set_seed(seed)
     return Run(dev, out, t0)
