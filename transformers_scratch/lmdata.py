@@ -6,7 +6,7 @@
 __all__ = ['CharVocab', 'lm_pair', 'CharWindows', 'RandomWindowDL', 'char_dls', 'word_dls', 'WordCodec', 'lm_ids', 'lm_text',
            'lm_df', 'lm_dls']
 
-# %% ../nbs/20a_lmdata.ipynb #3225e173
+# %% ../nbs/20a_lmdata.ipynb #7abef0ca
 import torch, pandas as pd
 from fastcore.basics import chunked
 from fastai.data.core import DataLoaders
@@ -17,7 +17,7 @@ from .runtime import default_device
 from .generate import encode_chars
 from .data import shakespeare_text, imdb_sample_df
 
-# %% ../nbs/20a_lmdata.ipynb #4427cfbc
+# %% ../nbs/20a_lmdata.ipynb #432af84d
 class CharVocab:
     "The characters of a text, sorted: `itos[id]` is a character, `stoi[char]` its id"
     def __init__(self, text):   # a text, or the list of characters of an existing vocabulary
@@ -30,7 +30,7 @@ class CharVocab:
     def decode(self, ids): return ''.join(self.itos[int(i)] for i in ids)
     def __repr__(self): return f"CharVocab({len(self)} characters: {''.join(self.itos)!r})"
 
-# %% ../nbs/20a_lmdata.ipynb #451acc55
+# %% ../nbs/20a_lmdata.ipynb #d03638f0
 # @title Solution: lm_pair
 def lm_pair(ids,       # 1-D tensor of token ids
             i,         # where the window starts
@@ -39,7 +39,7 @@ def lm_pair(ids,       # 1-D tensor of token ids
     "The input window `ids[i:i+seq_len]` and its next-token targets, the same window shifted by one"
     return ids[i:i + seq_len], ids[i + 1:i + seq_len + 1]
 
-# %% ../nbs/20a_lmdata.ipynb #cbbabc0b
+# %% ../nbs/20a_lmdata.ipynb #e9e76afe
 class CharWindows(torch.utils.data.Dataset):
     "Pairs `lm_pair(ids, k * stride, seq_len)` for every window that fits in `ids`"
     def __init__(self, ids, seq_len, stride=1, vocab=None):
@@ -49,7 +49,7 @@ class CharWindows(torch.utils.data.Dataset):
         if not 0 <= k < len(self): raise IndexError(k)
         return lm_pair(self.ids, k * self.stride, self.seq_len)
 
-# %% ../nbs/20a_lmdata.ipynb #7afea149
+# %% ../nbs/20a_lmdata.ipynb #49c85fe5
 class RandomWindowDL(DataLoader):
     "A fastai `DataLoader` of `CharWindows`: an epoch is `n` windows drawn at random, with replacement (in order without `shuffle`)"
     def get_idxs(self):
@@ -71,7 +71,7 @@ class RandomWindowDL(DataLoader):
             idx = starts[:, None] + offs                                  # (b, seq_len): lm_pair for every start
             yield ids[idx], ids[idx + 1]
 
-# %% ../nbs/20a_lmdata.ipynb #fd88a7af
+# %% ../nbs/20a_lmdata.ipynb #df804481
 def char_dls(text,                # the whole text
              seq_len=64,          # window length
              bs=64,               # batch size
@@ -92,7 +92,7 @@ def char_dls(text,                # the whole text
     return DataLoaders(RandomWindowDL(trn, bs=bs, shuffle=True, drop_last=True, n=n, device=device),
                        RandomWindowDL(val, bs=bs, device=device), device=device)
 
-# %% ../nbs/20a_lmdata.ipynb #c35168f5
+# %% ../nbs/20a_lmdata.ipynb #d722cf5f
 def word_dls(df,                  # a DataFrame with a `text` column and a boolean `is_valid` column
              seq_len=64, bs=32,
              vocab=None,          # an existing word list, to reuse a trained model's ids
@@ -104,7 +104,7 @@ def word_dls(df,                  # a DataFrame with a `text` column and a boole
     db = DataBlock(blocks=TextBlock.from_df('text', is_lm=True, vocab=vocab), get_x=ColReader('text'), splitter=ColSplitter('is_valid'))
     return db.dataloaders(df, bs=bs, seq_len=seq_len, device=device or default_device())
 
-# %% ../nbs/20a_lmdata.ipynb #498c10ee
+# %% ../nbs/20a_lmdata.ipynb #fd0e2091
 class WordCodec:
     "`encode`/`decode` text with the tokenizer and vocabulary of word-level language-model `dls`"
     def __init__(self, dls):
@@ -118,7 +118,7 @@ class WordCodec:
         toks = [self.vocab[int(i)] for i in ids if self.vocab[int(i)] not in ('xxbos', 'xxpad')]
         return self.tok.sep.join(decode_spec_tokens(toks))
 
-# %% ../nbs/20a_lmdata.ipynb #063759ba
+# %% ../nbs/20a_lmdata.ipynb #2f269df5
 def lm_ids(dls):
     "The training and validation tokens of language-model `dls`, as two 1-D tensors"
     out = []
@@ -127,7 +127,7 @@ def lm_ids(dls):
         else: out.append(torch.cat([ds[i][0] for i in range(len(ds))]))
     return tuple(out)
 
-# %% ../nbs/20a_lmdata.ipynb #bee13c33
+# %% ../nbs/20a_lmdata.ipynb #388c5514
 def lm_text(data):
     "The dataset `data` as one text, for character models"
     if data == 'tinyshakespeare': return shakespeare_text()

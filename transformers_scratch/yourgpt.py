@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['CausalSelfAttention', 'Block', 'GPT', 'sample_next', 'generate']
 
-# %% ../nbs/26_your_gpt.ipynb #4ed90bb0
+# %% ../nbs/26_your_gpt.ipynb #a1e23d6a
 import math, torch, torch.nn as nn, torch.nn.functional as F
 from .positions import PositionEmbedding   # noqa: F401 (lesson 04's learned positions, for your GPT)
 from .runtime import evaluating            # noqa: F401 (the library's runtime module: eval mode, restored, for generate)
 
-# %% ../nbs/26_your_gpt.ipynb #9d4f2c75
+# %% ../nbs/26_your_gpt.ipynb #016ad27f
 # @title Solution: CausalSelfAttention
 class CausalSelfAttention(nn.Module):
     "Multi-head causal self-attention: each position attends to itself and the positions before it, `config.heads` heads of size e // h"
@@ -32,7 +32,7 @@ class CausalSelfAttention(nn.Module):
         out = (w @ v).transpose(1, 2).reshape(b, t, e)                                 # (b, t, h·s) the heads side by side
         return self.unifyheads(out)
 
-# %% ../nbs/26_your_gpt.ipynb #7dd1fa73
+# %% ../nbs/26_your_gpt.ipynb #a64d78b9
 # @title Solution: Block
 class Block(nn.Module):
     "The pre-norm block (GPT-2): h = x + attention(norm1(x)), then h + ff(norm2(h))"
@@ -49,7 +49,7 @@ class Block(nn.Module):
         h = x + self.do(self.attention(self.norm1(x)))
         return h + self.ff(self.norm2(h))
 
-# %% ../nbs/26_your_gpt.ipynb #c135b582
+# %% ../nbs/26_your_gpt.ipynb #771900f6
 # @title Solution: GPT
 class GPT(nn.Module):
     "A decoder-only transformer (GPT-2's layout): (b, t) token ids -> (b, t, n_tokens) next-token logits"
@@ -69,7 +69,7 @@ class GPT(nn.Module):
         for blk in tr.blocks: h = blk(h)
         return self.toprobs(tr.norm(h))                                                # (b, t, n_tokens)
 
-# %% ../nbs/26_your_gpt.ipynb #07349dd8
+# %% ../nbs/26_your_gpt.ipynb #f9083f25
 # @title Solution: sample_next
 def sample_next(logits,            # (b, v) the last position's logits
                 temperature=1.0,   # divides the logits: < 1 sharpens, > 1 flattens
@@ -83,7 +83,7 @@ def sample_next(logits,            # (b, v) the last position's logits
         z = z.masked_fill(z < kth, float('-inf'))
     return torch.multinomial(F.softmax(z, -1), 1, generator=generator)[:, 0]           # (b,)
 
-# %% ../nbs/26_your_gpt.ipynb #54b26bb7
+# %% ../nbs/26_your_gpt.ipynb #9cd36051
 # @title Solution: generate
 @torch.no_grad()
 def generate(model,             # a GPT: (b, t) ids -> (b, t, v) logits, with `config.seq_len`
