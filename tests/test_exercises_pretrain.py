@@ -171,7 +171,7 @@ class fresh_generator_per_epoch(_L):            # a new, unseeded generator each
     def before_iter(self): super().before_iter(); self.g = torch.Generator(); self.g.seed()
 
 WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same masks'), (reseeded_per_batch, 'every batch has the same masked positions'),
-          (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, "not from torch's \(or Python's\) global"),
+          (reseeded_per_epoch, 'the two epochs saw the same masks'), (global_rng, r"not from torch's \(or Python's\) global"),
           (seed_ignored, 'seeds 3 and 4 gave the same masks'), (fixed_anew, 'with fixed=True'),
           (where_mask_only, 'not only the mask tokens'), (where_inverted, 'wrong way round'), (where_long, 'bool tensor'),
           (two_items, r'three tensors \(inputs, where, targets\), got tuple of 2'), (targets_masked, 'not the masked inputs'),
@@ -180,7 +180,7 @@ WRONGS = [(stub, 'not solved'), (once_for_all, 'the two epochs saw the same mask
           (windows_in_place, 'changed the windows'), (a_function, 'should build a fastai DataLoader'),
           (torch_dataloader, 'should build a fastai DataLoader'),
           (targets_zero, 'should be -100 where nothing was selected'), (order_swapped, r'\(inputs, where, targets\) in that order'),
-          (global_seeded, "not from torch's \(or Python's\) global"), (bs_fixed, 'gave 8 batches of 128 windows'), (where_changed, 'not inputs != windows'),
+          (global_seeded, r"not from torch's \(or Python's\) global"), (bs_fixed, 'gave 8 batches of 128 windows'), (where_changed, 'not inputs != windows'),
           (python_random, "or Python's\\) global"), (fresh_generator_per_epoch, 'made once, not from'),
           (no_kept, '10% of the selected positions should keep'), (mask_70, '80% of the selected positions should hold the mask id')]
 
