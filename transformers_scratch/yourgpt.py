@@ -7,8 +7,8 @@ __all__ = ['CausalSelfAttention', 'Block', 'GPT', 'sample_next', 'generate']
 
 # %% ../nbs/26_your_gpt.ipynb #a1e23d6a
 import math, torch, torch.nn as nn, torch.nn.functional as F
-from .positions import PositionEmbedding   # noqa: F401 (lesson 04's learned positions, for your GPT)
-from .runtime import evaluating            # noqa: F401 (the library's runtime module: eval mode, restored, for generate)
+from .positions import PositionEmbedding   # lesson 04's learned positions, for your GPT
+from .runtime import evaluating   # the library's runtime module: eval mode, restored, for generate
 
 # %% ../nbs/26_your_gpt.ipynb #016ad27f
 # @title Solution: CausalSelfAttention

@@ -6,10 +6,10 @@
 __all__ = ['check_attention', 'check_split_heads', 'check_merge_heads', 'check_selfattention_forward']
 
 # %% ../../nbs/checks/03_attention.checks.ipynb #6281dd44
-import math, copy, torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 03, use them)
+import math, copy, torch, torch.nn.functional as F   # the checks, written in lesson 03, use them
 from ..core import *
 from ..attention import *
-from ..config import ModelConfig   # noqa: F401 (as above)
+from ..config import ModelConfig   # as above
 
 # %% ../../nbs/03_attention.ipynb #0c23a9f7
 #| code-fold: true

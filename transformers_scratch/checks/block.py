@@ -6,10 +6,10 @@
 __all__ = ['check_layer_norm', 'check_feedforward', 'check_postnorm_block', 'check_prenorm_block']
 
 # %% ../../nbs/checks/05_block.checks.ipynb #af532514
-import copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 05, use them)
+import copy, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 05, use them
 from ..core import *
 from ..block import *
-from ..config import ModelConfig   # noqa: F401 (as above)
+from ..config import ModelConfig   # as above
 
 # %% ../../nbs/05_block.ipynb #c52f9819
 #| code-fold: true

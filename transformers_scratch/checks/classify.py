@@ -6,10 +6,10 @@
 __all__ = ['check_padding_invariance_gap']
 
 # %% ../../nbs/checks/11_classify.checks.ipynb #fbc9926d
-import torch   # noqa: F401 (the checks, written in lesson 11, use it)
+import torch   # the checks, written in lesson 11, use it
 from ..core import *
-from ..config import ModelConfig   # noqa: F401 (as above)
-from ..models import ClassificationTransformer   # noqa: F401 (as above)
+from ..config import ModelConfig   # as above
+from ..models import ClassificationTransformer   # as above
 
 # %% ../../nbs/11_classify.ipynb #58695c76
 #| code-fold: true

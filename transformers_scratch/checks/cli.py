@@ -6,7 +6,7 @@
 __all__ = ['check_tfs_result']
 
 # %% ../../nbs/checks/90_cli.checks.ipynb #8974b510
-import json                                      # noqa: F401 (the check, written in lesson 90, uses it)
+import json   # the check, written in lesson 90, uses it
 from ..core import *
 
 # %% ../../nbs/90_cli.ipynb #91eaa94c

@@ -6,8 +6,8 @@
 __all__ = ['check_file_sha256']
 
 # %% ../../nbs/checks/10_data.checks.ipynb #27eef589
-import base64, hashlib, random, tempfile   # noqa: F401 (the check, written in lesson 10, uses them)
-from pathlib import Path           # noqa: F401 (as above)
+import base64, hashlib, random, tempfile   # the check, written in lesson 10, uses them
+from pathlib import Path   # as above
 from ..core import *
 
 # %% ../../nbs/10_data.ipynb #2266b898

@@ -6,7 +6,7 @@
 __all__ = ['check_sample', 'check_top_k', 'check_top_p']
 
 # %% ../../nbs/checks/20_generate.checks.ipynb #ab97b375
-import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 20, use them)
+import torch, torch.nn.functional as F   # the checks, written in lesson 20, use them
 from ..core import *
 from ..generate import *
 

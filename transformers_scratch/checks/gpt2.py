@@ -6,11 +6,11 @@
 __all__ = ['check_split_qkv', 'check_block_state']
 
 # %% ../../nbs/checks/24_gpt2.checks.ipynb #8223585d
-import warnings, torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 24, use them)
-from torch.overrides import TorchFunctionMode      # noqa: F401 (as above)
+import warnings, torch, torch.nn.functional as F   # the checks, written in lesson 24, use them
+from torch.overrides import TorchFunctionMode   # as above
 from ..core import *
-from ..config import ModelConfig      # noqa: F401 (as above)
-from ..block import TransformerBlock  # noqa: F401 (as above)
+from ..config import ModelConfig   # as above
+from ..block import TransformerBlock   # as above
 
 # %% ../../nbs/24_gpt2.ipynb #6b57bd50
 #| code-fold: true

@@ -6,10 +6,10 @@
 __all__ = ['check_causal_scores']
 
 # %% ../../nbs/checks/21_lm.checks.ipynb #3441168c
-import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 21, use them)
+import torch, torch.nn.functional as F   # the checks, written in lesson 21, use them
 from ..core import *
 from ..lm import *
-from ..masks import neg_fill   # noqa: F401 (as above)
+from ..masks import neg_fill   # as above
 
 # %% ../../nbs/21_lm.ipynb #9cc4c01d
 #| code-fold: true

@@ -6,7 +6,7 @@
 __all__ = ['check_lm_pair']
 
 # %% ../../nbs/checks/20a_lmdata.checks.ipynb #9ded61ec
-import torch   # noqa: F401 (the checks, written in lesson 20a, use it)
+import torch   # the checks, written in lesson 20a, use it
 from ..core import *
 from ..lmdata import *
 

@@ -6,7 +6,7 @@
 __all__ = ['check_causal_mask', 'check_mask_scores', 'check_masked_softmax', 'check_masked_softmax_lens']
 
 # %% ../../nbs/checks/02_masks.checks.ipynb #206649a7
-import math, itertools, torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 02, use them)
+import math, itertools, torch, torch.nn.functional as F   # the checks, written in lesson 02, use them
 from ..core import *
 from ..masks import *
 

@@ -6,7 +6,7 @@
 __all__ = ['check_mask_tokens', 'check_masked_lm_loss', 'check_masked_accuracy']
 
 # %% ../../nbs/checks/40_mlm.checks.ipynb #90b9832a
-import torch, torch.nn.functional as F   # noqa: F401 (the checks that lesson 40 appends here use them)
+import torch, torch.nn.functional as F   # the checks that lesson 40 appends here use them
 from ..core import *
 from ..mlm import *
 

@@ -6,11 +6,11 @@
 __all__ = ['check_trunk_forward']
 
 # %% ../../nbs/checks/06_models.checks.ipynb #ffef6968
-import math, copy, torch, torch.nn as nn   # noqa: F401 (the checks, written in lesson 06, use them)
+import math, copy, torch, torch.nn as nn   # the checks, written in lesson 06, use them
 from ..core import *
-from ..positions import positions_from_pad   # noqa: F401 (as above)
+from ..positions import positions_from_pad   # as above
 from ..models import *
-from ..config import ModelConfig   # noqa: F401 (as above)
+from ..config import ModelConfig   # as above
 
 # %% ../../nbs/06_models.ipynb #928f7290
 #| code-fold: true

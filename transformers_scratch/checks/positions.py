@@ -6,7 +6,7 @@
 __all__ = ['check_sinusoidal_encoding', 'check_positions_from_pad']
 
 # %% ../../nbs/checks/04_positions.checks.ipynb #577a96f3
-import math, torch   # noqa: F401 (the checks, written in lesson 04, use them)
+import math, torch   # the checks, written in lesson 04, use them
 from ..core import *
 from ..positions import *
 

@@ -6,8 +6,8 @@
 __all__ = ['check_masked_lm_loader']
 
 # %% ../../nbs/checks/41_pretrain.checks.ipynb #e5158673
-import math, random, torch                       # noqa: F401 (the check, written in lesson 41, uses them)
-from fastai.data.load import DataLoader          # noqa: F401 (as above)
+import math, random, torch   # the check, written in lesson 41, uses them
+from fastai.data.load import DataLoader   # as above
 from ..core import *
 
 # %% ../../nbs/41_pretrain.ipynb #9b84ea88

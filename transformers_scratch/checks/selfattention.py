@@ -6,7 +6,7 @@
 __all__ = ['check_raw_weights', 'check_row_softmax', 'check_basic_self_attention', 'check_einsum_self_attention']
 
 # %% ../../nbs/checks/01_selfattention.checks.ipynb #768bb0f4
-import torch, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 01, use them)
+import torch, torch.nn.functional as F   # the checks, written in lesson 01, use them
 from ..core import *
 from ..selfattention import *
 

@@ -7,13 +7,13 @@ __all__ = ['check_valid_lens', 'check_cross_attention', 'check_decoder_block', '
 
 # %% ../../nbs/checks/30_seq2seq.checks.ipynb #d867405a
 # the checks that lesson 30 appends to this module use these names (unused in this notebook: F401 off)
-import math, copy, torch, torch.nn as nn, torch.nn.functional as F  # noqa: F401
+import math, copy, torch, torch.nn as nn, torch.nn.functional as F
 from ..core import *
-from ..config import ModelConfig  # noqa: F401
+from ..config import ModelConfig
 from ..seq2seq import *
-from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill  # noqa: F401
-from ..attention import SelfAttention, split_heads, merge_heads  # noqa: F401
-from ..generate import KVCache  # noqa: F401
+from ..masks import masked_softmax, masked_softmax_lens, lengths_to_mask, neg_fill
+from ..attention import SelfAttention, split_heads, merge_heads
+from ..generate import KVCache
 
 # %% ../../nbs/30_seq2seq.ipynb #8ff7711d
 #| code-fold: true

@@ -6,7 +6,7 @@
 __all__ = ['check_train_step']
 
 # %% ../../nbs/checks/09_training.checks.ipynb #0433214b
-import copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 09, use them)
+import copy, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 09, use them
 from ..core import *
 from ..training import *
 

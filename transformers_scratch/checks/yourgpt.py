@@ -6,16 +6,16 @@
 __all__ = ['check_causal_self_attention', 'check_block', 'check_gpt', 'check_sample_next', 'check_generate']
 
 # %% ../../nbs/checks/26_your_gpt.checks.ipynb #c2f61080
-import math, copy, torch, torch.nn as nn, torch.nn.functional as F   # noqa: F401 (the checks, written in lesson 26, use them)
+import math, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 26, use them
 from ..core import *
 from ..yourgpt import *
-from ..config import ModelConfig   # noqa: F401 (as above)
-from ..attention import SelfAttention   # noqa: F401
-from ..block import TransformerBlock   # noqa: F401
-from ..models import GenerationTransformer   # noqa: F401
-from ..generate import top_k_filter   # noqa: F401
-from .block import _prenorm_wrongs, _block_wrongs, _Scale   # noqa: F401 (lesson 05's pre-norm mistakes)
-from .generate import _freqs, _call_on, _sample_wrongs   # noqa: F401 (lesson 20's sampling helpers)
+from ..config import ModelConfig   # as above
+from ..attention import SelfAttention
+from ..block import TransformerBlock
+from ..models import GenerationTransformer
+from ..generate import top_k_filter
+from .block import _prenorm_wrongs, _block_wrongs, _Scale   # lesson 05's pre-norm mistakes
+from .generate import _freqs, _call_on, _sample_wrongs   # lesson 20's sampling helpers
 
 # %% ../../nbs/26_your_gpt.ipynb #185b151e
 #| code-fold: true
