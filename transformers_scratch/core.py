@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['CPU_MADE', 'TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'tally', 'assert_check',
            'rand', 'randint', 'seeded', 'call_checked', 'expect_like', 'expect_rate', 'describe', 'Runs', 'made_on_cpu',
-           'other_device', 'on_device', 'strided', 'expect_grad', 'expect_mode_kept', 'expect_within']
+           'other_device', 'on_device', 'strided', 'view_hint', 'expect_grad', 'expect_mode_kept', 'expect_within']
 
 # %% ../nbs/00_core.ipynb #2567331a
 import os, functools, copy, contextlib, math
@@ -394,6 +394,11 @@ def on_device(fn, *args, **kwargs):
 def strided(x):
     "A non-contiguous tensor equal to `x` (2 dims or more): a slice of a longer one, as `logits[:, :-1]` is"
     return torch.cat([x, x[:, :1]], 1)[:, :x.size(1)]
+
+def view_hint(e, args):
+    "For `Runs(fn, on_error=view_hint)`: a crash on a `strided` input that a `.view` raised gets its cause named"
+    if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
+                                 "or .flatten, not .view")
 
 # %% ../nbs/00_core.ipynb #e30d48cb
 def expect_grad(out, what='the loss'):

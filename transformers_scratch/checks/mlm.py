@@ -177,14 +177,9 @@ def _mlm_targets(b, t, v, seed, frac=0.3, empty_row=None):
     if empty_row is not None: keep[empty_row] = False
     return y.masked_fill(~keep, -100)
 
-def _view_hint(e, args):
-    "A crash on non-contiguous logits is a `.view`: say so"
-    if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
-                                 "or .flatten, not .view")
-
 def _target_hint(e, args):
     "A crash on the targets' -100 (gather, one_hot, another ignore_index) or on sliced logits: say so"
-    if 'view' in str(e): return _view_hint(e, args)
+    if 'view' in str(e): return view_hint(e, args)
     if any(k in str(e) for k in ('-100', 'out of bounds', 'index out of range', 'Class values must be')):
         return (f"your code fails on the -100 of the targets ({type(e).__name__}: {str(e).splitlines()[0][:60]}): -100 is "
                 "not an id; keep those positions out (F.cross_entropy's ignore_index=-100, or select the positions first)")
@@ -228,7 +223,7 @@ def check_masked_lm_loss(fn):
         diagnose(out, ref, wrongs, "the loss differs from the mean cross-entropy over the positions whose target is not -100")
     logits, y = rand(2, 6, 11, seed=7) * 2, _mlm_targets(2, 6, 11, seed=7)
     ref = lambda z: F.cross_entropy(z.reshape(-1, 11), y.reshape(-1))
-    run = Runs(fn, on_error=_view_hint)
+    run = Runs(fn, on_error=view_hint)
     expect(same(run(strided(logits), y), ref(logits)), "wrong loss for non-contiguous logits (a slice such as logits[:, :-1])")
     expect_grad(run(logits.clone().requires_grad_(), y))
     big = logits * 1000                                      # large logits: exp overflows unless the log-softmax is stable

@@ -471,15 +471,10 @@ def check_teacher_forcing(fn):
 # %% ../../nbs/30_seq2seq.ipynb #f2b67c82
 #| code-fold: true
 # @title check_seq2seq_loss
-def _view_hint(e, args):
-    "A crash on non-contiguous logits is a `.view`: say so"
-    if 'view' in str(e): return ("your code fails on non-contiguous logits (a slice such as logits[:, :-1]): use .reshape "
-                                 "or .flatten, not .view")
-
 @checker(solution='seq2seq.seq2seq_loss')
 def check_seq2seq_loss(fn):
     "Check `fn(logits, labels, pad_idx, smoothing)` against `F.cross_entropy` with `ignore_index` and `label_smoothing`"
-    run = Runs(fn, on_error=_view_hint)
+    run = Runs(fn, on_error=view_hint)
     for b, t, v, pad, eps, dt, seed in ((1, 5, 7, 1, 0., torch.float32, 0), (3, 6, 11, 0, 0.1, torch.float32, 1),
                                         (4, 3, 9, 5, 0.3, torch.float64, 2)):
         logits = rand(b, t, v, seed=seed, dtype=dt) * 2
