@@ -92,7 +92,7 @@ def test_run_all_as_in_colab(results, p):
     assert res['ok'], f"{_id(p)}: {res['error']}\n{res.get('output', '')}"
     # after Run all the stubs are still stubs: each of the learner's checks says "not solved yet", none a mistake
     calls = _exercise_calls(p)
-    if is_internal(_nb(p)): return        # the check toolkit's own demos (00_core) show every verdict on purpose
+    if is_internal(_nb(p)): return        # the check toolkit's own demos (00_check_toolkit) show every verdict on purpose
     assert res['unsolved'] == len(calls), f"{_id(p)}: {len(calls)} exercise checks, {res['unsolved']} said 'not solved yet'"
     assert res['failed'] == 0, f"{_id(p)}: a check found a mistake in a stub or a solution"
     if calls:   # an exercise lesson ends with its tally: all solved in the solutions edition, none in the learner's

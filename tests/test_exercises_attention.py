@@ -2,7 +2,7 @@
 import math
 import torch, torch.nn.functional as F
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.masks import masked_softmax
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster

@@ -2,7 +2,7 @@
 import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.config import ModelConfig
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.block import layer_norm, feedforward, postnorm_block, prenorm_block, TransformerBlock, block_params, ACTIVATIONS
 from transformers_scratch.checks.block import check_layer_norm, check_feedforward, check_postnorm_block, check_prenorm_block
 from conftest import stub

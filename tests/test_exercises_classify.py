@@ -1,7 +1,7 @@
 "Lesson 11's check accepts `padding_invariance_gap` in several styles and rejects the stub and each typical mistake with its own hint."
 import torch
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.runtime import evaluating, model_device
 from transformers_scratch.classify import padding_invariance_gap
 from transformers_scratch.checks.classify import check_padding_invariance_gap

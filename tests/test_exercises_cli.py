@@ -1,7 +1,7 @@
 "Lesson 90's check accepts the solution and other valid styles, and rejects the stub and the typical wrong answers with the right hint."
 import ast, io, json, re
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.cli import tfs_result
 from transformers_scratch.checks.cli import check_tfs_result
 from conftest import stub

@@ -3,7 +3,7 @@ import hashlib, mmap, subprocess, zlib
 from functools import partial
 from pathlib import Path
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.data import file_sha256
 from transformers_scratch.checks.data import check_file_sha256
 from conftest import stub

@@ -1,6 +1,6 @@
 "Lesson 20's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import pytest, torch, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.generate import sample, top_k_filter, top_p_filter
 from transformers_scratch.checks.generate import check_sample, check_top_k, check_top_p
 from conftest import stub

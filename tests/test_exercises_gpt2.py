@@ -1,6 +1,6 @@
 "Each check in lesson 24 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import pytest, torch
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.gpt2 import split_qkv, block_state
 from transformers_scratch.checks.gpt2 import check_split_qkv, check_block_state
 from conftest import stub
@@ -58,7 +58,7 @@ def test_check_split_qkv():
 
 def test_split_qkv_hints_name_the_input():
     "A hint says which input it was about: shapes and dtypes of w and b"
-    from transformers_scratch.core import CheckError
+    from transformers_scratch.checks.toolkit import CheckError
     with pytest.raises(CheckError, match=r'for w, b of \(8, 24\) float64, \(24,\) float64'): check_split_qkv(qkv_float)
     def crash(w, b):
         if w.size(0) == 8: raise IndexError('boom')
@@ -117,7 +117,7 @@ def test_check_block_state():
     for right in (bs_copies, bs_contiguous): assert_check(check_block_state, right)
 
 def test_block_state_hints_name_the_input():
-    from transformers_scratch.core import CheckError
+    from transformers_scratch.checks.toolkit import CheckError
     with pytest.raises(CheckError, match='for layer 2 of a GPT-2 of e=12, 3 layers, float64'): check_block_state(bs_float)
 
 # --- issue 23: whatever a wrong answer returns, the check gives its own verdict (it never crashes in its own code) ------

@@ -1,6 +1,6 @@
 "Lesson 21's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import pytest, torch, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.masks import neg_fill, causal_mask, mask_scores
 from transformers_scratch.lm import causal_scores
 from transformers_scratch.checks.lm import check_causal_scores

@@ -1,6 +1,6 @@
 "Lesson 20a's checks accept the solution and reject the stub and each typical mistake with its own hint."
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.lmdata import lm_pair
 from transformers_scratch.checks.lmdata import check_lm_pair
 from conftest import stub
@@ -80,7 +80,7 @@ def test_lm_pair_causes():
     assert_check(check_lm_pair, lm_pair, [
         (lp_early, 'i - 1|one token early'), (lp_late, 'one token late|past its end'), (lp_short, 'one too few'),
         (lp_fixed, 'hard-coded'), (lp_dict, 'not a dict')])
-    from transformers_scratch.core import CheckError
+    from transformers_scratch.checks.toolkit import CheckError
     with pytest.raises(CheckError) as e: check_lm_pair(lp_early)
     assert 'hard-coded' not in str(e.value)
 

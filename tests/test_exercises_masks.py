@@ -3,7 +3,7 @@ import re
 import numpy as np
 import torch, torch.nn.functional as F
 import pytest
-from transformers_scratch.core import CheckError, assert_check
+from transformers_scratch.checks.toolkit import CheckError, assert_check
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.masks import causal_mask, neg_fill, mask_scores, lengths_to_mask, masked_softmax, masked_softmax_lens

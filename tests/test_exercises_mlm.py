@@ -1,6 +1,6 @@
 "Lesson 40's checks accept the solutions and reject the stub and each typical mistake with its own hint."
 import torch, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.mlm import mask_tokens, masked_lm_loss, masked_accuracy
 from transformers_scratch.checks.mlm import check_mask_tokens, check_masked_lm_loss, check_masked_accuracy
 from conftest import stub

@@ -2,7 +2,7 @@
 import math
 import torch
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.positions import positions_from_pad
 from transformers_scratch.models import trunk_forward
 from transformers_scratch.checks.models import check_trunk_forward
@@ -104,7 +104,7 @@ def test_check_trunk_forward():
 # --- issue 31: mistakes that only show in training mode, dropout drawn the wrong number of times -------------------
 import torch.nn.functional as F
 from transformers_scratch.checks.models import _train_case
-from transformers_scratch.core import seeded
+from transformers_scratch.checks.toolkit import seeded
 
 def _body(t, x, drop):
     "The trunk's forward with the embeddings' dropout `drop(h)`"

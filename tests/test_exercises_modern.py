@@ -1,7 +1,7 @@
 "Each check in lesson 27 accepts the solution and the library's own ops, and rejects the stub and the typical wrong answers with the right hint."
 import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.modern import rope_angles, apply_rope, repeat_kv
 from transformers_scratch.modern import rms_norm, SwiGLU
 from transformers_scratch.modern import rotary

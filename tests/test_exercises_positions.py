@@ -1,6 +1,6 @@
 "Each check in lesson 04 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import math, pytest, torch
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.positions import sinusoidal_encoding, sinusoidal_shift, positions_from_pad
 from transformers_scratch.checks.positions import check_sinusoidal_encoding, check_positions_from_pad
 from conftest import stub

@@ -3,7 +3,7 @@ import random
 import numpy as np
 import pytest, torch
 from fastai.data.load import DataLoader
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.mlm import mask_tokens
 from transformers_scratch.pretrain import MaskedLMDataLoader
 from transformers_scratch.checks.pretrain import check_masked_lm_loader

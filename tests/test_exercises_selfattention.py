@@ -3,7 +3,7 @@ import math, re
 import numpy as np
 import torch, torch.nn.functional as F
 import pytest
-from transformers_scratch.core import CheckError, assert_check
+from transformers_scratch.checks.toolkit import CheckError, assert_check
 
 pytestmark = pytest.mark.usefixtures('one_thread')   # tiny tensors: one thread is faster
 from transformers_scratch.selfattention import raw_weights, row_softmax, basic_self_attention, einsum_self_attention

@@ -1,6 +1,6 @@
 "Each check in lesson 30 accepts the solution and rejects the stub and the typical wrong answers with the right hint."
 import math, torch, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.masks import neg_fill
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.attention import SelfAttention, split_heads, merge_heads, attention
@@ -317,7 +317,7 @@ GARBAGE = [_const(None, 'returns_none'), _const(0, 'returns_int'), _const([1, 2]
            _arg(0), _arg(1), _arg(2), no_args, raises, shape_of_first, long_like_first, pair_of_first]
 
 import pytest
-from transformers_scratch.core import CheckError
+from transformers_scratch.checks.toolkit import CheckError
 
 @pytest.mark.parametrize('check', [check_valid_lens, check_cross_attention, check_decoder_block, check_teacher_forcing,
                                    check_seq2seq_loss, check_greedy_decode], ids=lambda c: c.__name__)

@@ -1,6 +1,6 @@
 "The start page's example check: it passes the solution and rejects the stub and the typical mistakes."
 import torch
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from conftest import stub
 from transformers_scratch.checks.start import check_double, double
 

@@ -1,7 +1,7 @@
 "Lesson 09's check accepts the training step and rejects the stub and each typical mistake with its own hint."
 import torch
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.training import train_step
 from transformers_scratch.checks.training import check_train_step
 from conftest import stub

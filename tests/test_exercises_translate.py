@@ -1,7 +1,7 @@
 "Lesson 31's check accepts the tokenizer and rejects the stub, each typical mistake with its own hint, and junk answers."
 import ast, inspect, json, pathlib, re
 import pytest
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.translate import tokenize
 from transformers_scratch.checks.translate import check_tokenize
 from conftest import stub

@@ -2,7 +2,7 @@
 import math
 import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
-from transformers_scratch.core import assert_check
+from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.positions import PositionEmbedding
 from transformers_scratch.yourgpt import CausalSelfAttention, Block, GPT, sample_next, generate
 from transformers_scratch.checks.yourgpt import (check_causal_self_attention, check_block, check_gpt, check_sample_next,
@@ -91,7 +91,7 @@ def test_check_causal_self_attention():
 
 def test_check_causal_self_attention_device():
     # the meta device stands in for a GPU: a mask made on the CPU is caught when a GPU is there; on meta torch may accept it
-    from transformers_scratch.core import other_device
+    from transformers_scratch.checks.toolkit import other_device
     if other_device() != 'meta': assert_check(check_causal_self_attention, CausalSelfAttention, [(att_cpu_mask, 'device')])
 
 
@@ -821,7 +821,7 @@ def test_attention_causes():
         (_attv('scale_after'), 'after the softmax'), (_attv('drop_v'), 'values v'), (_attv('twice'), 'dropped twice'),
         (_attv('rate'), r'rate 0.2.*config.dropout'), (att_module_rate, r'Dropout\(p=0.1\).*config.dropout'),
         (att_fixed_heads, 'right for .* hard-coded')])
-    from transformers_scratch.core import CheckError
+    from transformers_scratch.checks.toolkit import CheckError
     with pytest.raises(CheckError) as e: check_causal_self_attention(_attv('kq'))   # kᵀq: no size is the cause
     assert 'hard-coded' not in str(e.value)
 
@@ -853,7 +853,7 @@ class blk_norm_swap(Block):                                       # norm2 before
 def test_block_causes():
     assert_check(check_block, Block, [(blk_eps6, 'eps=1e-06'), (blk_eps_norm2, 'eps=1e-08'), (blk_do_ffin, "MLP's input"),
                                       (blk_f_dropout, 'blk.do'), (blk_rate, r'Dropout\(p=0.1\).*config.dropout'), (blk_norm_swap, 'norm')])
-    from transformers_scratch.core import CheckError
+    from transformers_scratch.checks.toolkit import CheckError
     with pytest.raises(CheckError) as e: check_block(blk_norm_swap)
     assert 'hard-coded' not in str(e.value)
 

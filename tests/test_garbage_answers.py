@@ -9,7 +9,7 @@ diagnosis), never another exception (a crash of the check's own code) and never 
 not the safety net's "could not read" line."""
 import contextlib, importlib, io, pathlib
 import pytest, torch, torch.nn as nn
-from transformers_scratch.core import CheckError
+from transformers_scratch.checks.toolkit import CheckError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODULES = sorted(f.stem for f in (ROOT/'transformers_scratch'/'checks').glob('*.py') if f.stem != '__init__')
@@ -129,7 +129,7 @@ def _spoiled(sol):
 @pytest.mark.parametrize('m,name', CHECKS, ids=[f"{m}.{n}" for m, n in CHECKS])
 def test_a_right_answer_spoiled_at_the_end_is_diagnosed(m, name, one_thread):
     "The library's answer returning a tuple, numpy, None... at the end: a CheckError, never a crash; refused where that changed its tensor"
-    from transformers_scratch.core import _resolve
+    from transformers_scratch.checks.toolkit import _resolve
     check = _check(m, name)
     sol, bad = _resolve(check.solution), []
     if sol is None: pytest.skip(f"{name} names no library solution")

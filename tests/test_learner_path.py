@@ -3,7 +3,7 @@ learner's-namespace runs of each lesson's checks are in test_colab_run.py, after
 defined twice; every lesson a lesson cites exists and holds what is cited; no link leads nowhere in Colab."""
 import ast, contextlib, importlib, io, json, re, pathlib
 import pytest
-from transformers_scratch.core import CheckError
+from transformers_scratch.checks.toolkit import CheckError
 from conftest import stub
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def test_a_check_returns_the_learners_function_once_it_passes(monkeypatch):
     assert '✗ check_double: you added 2' in out.getvalue()
 
 def test_a_crash_in_the_checks_own_code_is_not_the_learners(monkeypatch):
-    from transformers_scratch.core import checker
+    from transformers_scratch.checks.toolkit import checker
     monkeypatch.delenv('TFS_CHECKS', raising=False)
     @checker
     def check_buggy(fn):

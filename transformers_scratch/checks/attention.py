@@ -7,7 +7,7 @@ __all__ = ['check_attention', 'check_split_heads', 'check_merge_heads', 'check_s
 
 # %% ../../nbs/checks/03_attention.checks.ipynb #6281dd44
 import math, copy, torch, torch.nn.functional as F   # the checks, written in lesson 03, use them
-from ..core import *
+from .toolkit import *
 from ..attention import *
 from ..config import ModelConfig   # as above
 

@@ -7,7 +7,7 @@ __all__ = ['check_layer_norm', 'check_feedforward', 'check_postnorm_block', 'che
 
 # %% ../../nbs/checks/05_block.checks.ipynb #af532514
 import copy, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 05, use them
-from ..core import *
+from .toolkit import *
 from ..block import *
 from ..config import ModelConfig   # as above
 

@@ -7,7 +7,7 @@ __all__ = ['check_tfs_result']
 
 # %% ../../nbs/checks/90_cli.checks.ipynb #8974b510
 import json   # the check, written in lesson 90, uses it
-from ..core import *
+from .toolkit import *
 
 # %% ../../nbs/90_cli.ipynb #91eaa94c
 #| code-fold: true

@@ -8,7 +8,7 @@ __all__ = ['check_file_sha256']
 # %% ../../nbs/checks/10_data.checks.ipynb #27eef589
 import base64, hashlib, random, tempfile   # the check, written in lesson 10, uses them
 from pathlib import Path   # as above
-from ..core import *
+from .toolkit import *
 
 # %% ../../nbs/10_data.ipynb #2266b898
 #| code-fold: true

@@ -7,13 +7,13 @@ __all__ = ['check_sample', 'check_top_k', 'check_top_p']
 
 # %% ../../nbs/checks/20_generate.checks.ipynb #ab97b375
 import torch, torch.nn.functional as F   # the checks, written in lesson 20, use them
-from ..core import *
+from .toolkit import *
 from ..generate import *
 
 # %% ../../nbs/20_generate.ipynb #f101145f
 #| code-fold: true
 # @title check_sample
-from ..core import expect_like, expect_rate, rand, randint
+from .toolkit import expect_like, expect_rate, rand, randint
 
 def _freqs(ids, v):
     "How often each of the `v` token ids occurs in `ids`"

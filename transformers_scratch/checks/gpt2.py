@@ -8,7 +8,7 @@ __all__ = ['check_split_qkv', 'check_block_state']
 # %% ../../nbs/checks/24_gpt2.checks.ipynb #8223585d
 import warnings, torch, torch.nn.functional as F   # the checks, written in lesson 24, use them
 from torch.overrides import TorchFunctionMode   # as above
-from ..core import *
+from .toolkit import *
 from ..config import ModelConfig   # as above
 from ..block import TransformerBlock   # as above
 

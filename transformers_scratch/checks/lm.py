@@ -7,7 +7,7 @@ __all__ = ['check_causal_scores']
 
 # %% ../../nbs/checks/21_lm.checks.ipynb #3441168c
 import torch, torch.nn.functional as F   # the checks, written in lesson 21, use them
-from ..core import *
+from .toolkit import *
 from ..lm import *
 from ..masks import neg_fill   # as above
 

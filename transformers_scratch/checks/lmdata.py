@@ -7,13 +7,13 @@ __all__ = ['check_lm_pair']
 
 # %% ../../nbs/checks/20a_lmdata.checks.ipynb #9ded61ec
 import torch   # the checks, written in lesson 20a, use it
-from ..core import *
+from .toolkit import *
 from ..lmdata import *
 
 # %% ../../nbs/20a_lmdata.ipynb #284fed28
 #| code-fold: true
 # @title check_lm_pair
-from ..core import randint
+from .toolkit import randint
 
 def _slow_lm_pair(ids, i, seq_len):
     "x[j] = ids[i+j] and y[j] = ids[i+j+1], one position at a time"

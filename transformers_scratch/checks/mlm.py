@@ -7,7 +7,7 @@ __all__ = ['check_mask_tokens', 'check_masked_lm_loss', 'check_masked_accuracy']
 
 # %% ../../nbs/checks/40_mlm.checks.ipynb #90b9832a
 import torch, torch.nn.functional as F   # the checks that lesson 40 appends here use them
-from ..core import *
+from .toolkit import *
 from ..mlm import *
 
 # %% ../../nbs/40_mlm.ipynb #59091443

@@ -7,7 +7,7 @@ __all__ = ['check_rotary', 'check_rms_norm', 'check_swiglu', 'check_repeat_kv']
 
 # %% ../../nbs/checks/27_modern.checks.ipynb #57ddd3a1
 import copy, math, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 27, use them
-from ..core import *
+from .toolkit import *
 from ..config import ModelConfig   # as above
 
 # %% ../../nbs/27_modern.ipynb #79a7899c

@@ -8,7 +8,7 @@ __all__ = ['check_masked_lm_loader']
 # %% ../../nbs/checks/41_pretrain.checks.ipynb #e5158673
 import math, random, torch   # the check, written in lesson 41, uses them
 from fastai.data.load import DataLoader   # as above
-from ..core import *
+from .toolkit import *
 
 # %% ../../nbs/41_pretrain.ipynb #9b84ea88
 #| code-fold: true

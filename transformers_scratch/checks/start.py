@@ -8,7 +8,7 @@ __all__ = ['double', 'check_double']
 # %% ../../nbs/00_start.ipynb #ee032e42
 # @title check_double: how your answer is checked (run this cell; no need to read it)
 import torch
-from ..core import checker, expect, same, Runs, rand, randint, on_device
+from .toolkit import checker, expect, same, Runs, rand, randint, on_device
 
 def double(x): return 2 * x
 

@@ -8,7 +8,7 @@ __all__ = ['check_tokenize']
 # %% ../../nbs/checks/31_translate.checks.ipynb #3a1f0c24
 # the check that lesson 31 appends to this module uses `re` (unused in this notebook: F401 off)
 import re
-from ..core import *
+from .toolkit import *
 
 # %% ../../nbs/31_translate.ipynb #93b90b6d
 #| code-fold: true

@@ -7,7 +7,7 @@ __all__ = ['check_causal_self_attention', 'check_block', 'check_gpt', 'check_sam
 
 # %% ../../nbs/checks/26_your_gpt.checks.ipynb #c2f61080
 import math, torch, torch.nn as nn, torch.nn.functional as F   # the checks, written in lesson 26, use them
-from ..core import *
+from .toolkit import *
 from ..yourgpt import *
 from ..config import ModelConfig   # as above
 from ..attention import SelfAttention
