@@ -3,7 +3,7 @@ import json, math, os, subprocess
 from dataclasses import asdict
 import pytest, torch
 from transformers_scratch.models import GenerationTransformer
-from transformers_scratch.generate import generate, generate_text, next_token, validate_sampling_args, MIN_TEMPERATURE, MAX_NEW_TOKENS
+from transformers_scratch.generate import generate, generate_text, next_token, Sampling, validate_new_tokens, MIN_TEMPERATURE, MAX_NEW_TOKENS
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.lmdata import CharVocab, lm_dls
 from transformers_scratch.lm import save_lm, load_lm, lm_learner, lm_config, run_generate
@@ -41,11 +41,27 @@ def test_bad_prompt_or_n(prompt, n, err, pat):
     with pytest.raises(err, match=pat): generate(model(), prompt, n)
 
 def test_one_validation_of_sampling_arguments():
-    "`validate_sampling_args` holds the limits (`MIN_TEMPERATURE`, `MAX_NEW_TOKENS`); `run_generate` uses it too"
-    validate_sampling_args(MIN_TEMPERATURE, top_k=1, top_p=1, min_p=0, n=MAX_NEW_TOKENS)
-    for kw in (dict(temperature=MIN_TEMPERATURE * 0.99), dict(n=MAX_NEW_TOKENS + 1), dict(n=-1)):
-        with pytest.raises(ValueError, match='temperature' if 'temperature' in kw else 'n:'): validate_sampling_args(**kw)
-        with pytest.raises(ValueError, match='temperature' if 'temperature' in kw else 'n:'): run_generate(quick=True, **kw)
+    "`Sampling` holds the limits (`MIN_TEMPERATURE`) and checks them when made; `validate_new_tokens` checks `n`"
+    Sampling(temperature=MIN_TEMPERATURE, top_k=1, top_p=1, min_p=0); validate_new_tokens(MAX_NEW_TOKENS)
+    with pytest.raises(ValueError, match='temperature'): Sampling(temperature=MIN_TEMPERATURE * 0.99)
+    for n in (MAX_NEW_TOKENS + 1, -1):
+        with pytest.raises(ValueError, match='n:'): validate_new_tokens(n)
+        with pytest.raises(ValueError, match='n:'): run_generate(quick=True, n=n)          # before any training
+    with pytest.raises(TypeError, match='sampling: expected a Sampling'): run_generate(quick=True, sampling=dict(top_k=3))
+    with pytest.raises(TypeError, match='not both'): generate(model(), PROMPT, 3, Sampling(), top_k=2)
+
+def test_sampling_checked_once_per_tfs_generate(tmp_path, monkeypatch, capsys):
+    "One `tfs generate` makes its `Sampling` once, from the flags; `run_generate` and `generate` check nothing again"
+    cfg = {**lm_config('word', quick=True), 'emb': 16, 'heads': 2, 'depth': 1}
+    dls, codec = lm_dls('imdb_sample', 'word', cfg, device='cpu')
+    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', codec)
+    made, want = [], Sampling(temperature=0.7, top_k=3)
+    post = Sampling.__post_init__
+    monkeypatch.setattr(Sampling, '__post_init__', lambda self: (made.append(self), post(self))[1])
+    main(['generate', '--model', str(p), '--n', '5', '--top-k', '3', '--temperature', '0.7'])
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith('{')
+    assert made == [want]
 
 def test_greedy_needs_no_temperature():
     m = model()
@@ -223,10 +239,10 @@ def test_excluded_ids_are_never_generated():
 def test_filters_restrict_the_samples():
     z = torch.tensor([[2.0, 1.0, 0.0, -1.0, -2.0]]).expand(2000, 5)
     g = torch.Generator().manual_seed(0)
-    assert set(next_token(z, top_k=2, generator=g).tolist()) == {0, 1}
-    assert set(next_token(z, top_p=0.5, generator=g).tolist()) == {0}                 # p(0) = 0.64 >= 0.5
-    assert set(next_token(z, min_p=0.3, generator=g).tolist()) == {0, 1}              # p(1)/p(0) = e^-1 = 0.37
-    assert len(set(next_token(z, temperature=5., generator=g).tolist())) == 5
+    assert set(next_token(z, Sampling(top_k=2), generator=g).tolist()) == {0, 1}
+    assert set(next_token(z, Sampling(top_p=0.5), generator=g).tolist()) == {0}                 # p(0) = 0.64 >= 0.5
+    assert set(next_token(z, Sampling(min_p=0.3), generator=g).tolist()) == {0, 1}              # p(1)/p(0) = e^-1 = 0.37
+    assert len(set(next_token(z, Sampling(temperature=5.), generator=g).tolist())) == 5
 
 # --- text ----------------------------------------------------------------------------------------------------------
 
@@ -301,7 +317,7 @@ def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
     p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', codec)
     ck = load_lm(p)
     assert ck['vocab'] == list(dls.vocab) and ck['config'] == asdict(learn.model.config) and ck['model'].config == learn.model.config
-    res = run_generate(model=str(p), n=8, top_k=5)
+    res = run_generate(model=str(p), n=8, sampling=Sampling(top_k=5))
     assert res['level'] == 'word' and res['dataset'] == 'imdb_sample' and 'perplexity' in res
     assert math.isclose(res['perplexity'], math.exp(res['valid_loss']), rel_tol=1e-3)
     assert abs(res['valid_loss'] - math.log(len(dls.vocab))) < 1.0    # untrained: about uniform over the vocabulary

@@ -54,7 +54,7 @@ def _seed(s):
 
 MAX_EPOCHS, MAX_BEAM, MAX_ROWS = 1000, 100, 10**8   # `--beam`: also at most the target vocabulary
 # the model's sizes are bounded where they are validated, once: `ModelConfig` (`config.LIMITS`, then the memory check);
-# `--n`, `--temperature`, `--top-k` and `--top-p` by `generate.validate_sampling_args` (`MAX_NEW_TOKENS`, `MIN_TEMPERATURE`)
+# `--n`, `--temperature`, `--top-k` and `--top-p` by lesson 20's `Sampling` and `validate_new_tokens` (`MIN_TEMPERATURE`, `MAX_NEW_TOKENS`)
 
 # %% ../nbs/90_cli.ipynb #4ee170c4
 def _parser():
@@ -150,10 +150,14 @@ def _validate(a):
         raise err(f"--out {out!r} is a file of the --gpt2 folder {g!r}; give a path outside it")
     if a.cmd == 'predict' and not a.text.strip(): raise err("the text to classify is empty")
     if a.cmd == 'generate':
-        from transformers_scratch.generate import validate_sampling_args   # the one check of sampling arguments
-        for flag, k in (('--temperature', 'temperature'), ('--top-k', 'top_k'), ('--top-p', 'top_p'), ('--n', 'n')):
-            try: validate_sampling_args(**{k: getattr(a, k)})   # one at a time, to say which flag
-            except (TypeError, ValueError) as e: raise err(f"{flag}: {e}") from None
+        from transformers_scratch.generate import Sampling, validate_new_tokens   # lesson 20's sampling options, checked once, here
+        try: a.sampling = Sampling(temperature=a.temperature, top_k=a.top_k, top_p=a.top_p)
+        except (TypeError, ValueError) as e:
+            k = str(e).split(':')[0]
+            raise err(f"--{k.replace('_', '-')}: {e}") from None
+        if a.n is not None:
+            try: validate_new_tokens(a.n)
+            except (TypeError, ValueError) as e: raise err(f"--n: {e}") from None
         if a.prompt is not None and not a.prompt: raise err("--prompt is empty")
     if a.cmd == 'translate': _translate_validate(a)
     if a.cmd in ('classify', 'generate', 'translate', 'pretrain') and out is not None:
@@ -213,14 +217,14 @@ def _run(a):
     if a.cmd == 'generate' and a.pretrained:
         given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
         if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
-        from transformers_scratch.gpt2 import PretrainedError
+        from transformers_scratch.hub import PretrainedError
         from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
-        try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed)
+        try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed)
         except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
     if a.cmd == 'generate':
         from transformers_scratch.lm import run_generate
-        return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, temperature=a.temperature,
-                            top_k=a.top_k, top_p=a.top_p, quick=a.quick, model=a.model, out=a.out, seed=a.seed)
+        return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, sampling=a.sampling,
+                            quick=a.quick, model=a.model, out=a.out, seed=a.seed)
 
 # %% ../nbs/90_cli.ipynb #375462f8
 def _translate_parser(sub):

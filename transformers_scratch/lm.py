@@ -21,7 +21,7 @@ from .checkpoints import save_checkpoint, load_checkpoint
 from .config import ModelConfig, config_from_dict
 from .masks import causal_mask, mask_scores
 from .models import GenerationTransformer, attention_maps
-from .generate import generate_text, validate_sampling_args
+from .generate import generate_text, sampling_of, validate_new_tokens
 from .training import adamw, speed_up, data_parallel, start_run, is_main_process, single_process
 from .lmdata import CharVocab, CharWindows, lm_ids, lm_dls   # lesson 20a: the data
 
@@ -143,7 +143,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                  level=None,        # 'char' or 'word' (default: char for tinyshakespeare, word for imdb_sample)
                  prompt=None,       # text to continue (default: per dataset)
                  n=None,            # new tokens (default: 500 characters or 60 words)
-                 temperature=1.0, top_k=None, top_p=None,
+                 sampling=None,     # a `Sampling` (lesson 20), made and checked once by the caller (default: temperature 1)
                  quick=False,       # the small configuration: a minute or two on 2 CPU cores
                  model=None,        # a checkpoint from an earlier `out`, instead of training
                  out=None,          # where to save the trained model
@@ -151,7 +151,8 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                  n_batches=None,    # training batches instead of the configuration's (characters only): a smoke test
                 ):
     "Train (or load) a language model, generate from `prompt`, and return its measured results (None in other ranks than 0)"
-    validate_sampling_args(temperature, top_k, top_p, n=n)
+    sampling = sampling_of(sampling)                              # a `Sampling`, already checked when it was made
+    if n is not None: validate_new_tokens(n)
     if data is not None and data not in DEFAULT_LEVEL: raise ValueError(f"data: expected 'tinyshakespeare' or 'imdb_sample', got {data!r}")
     if level is not None: lm_config(level, quick)                 # 'char' or 'word'
     if prompt is not None and not prompt: raise ValueError("prompt: the prompt is empty; give at least one character")
@@ -184,7 +185,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
     with single_process(): valid_loss = float(learn.validate()[0])
     uni = unigram_loss(*lm_ids(dls), len(dls.vocab))
     learn.model.float()
-    text = generate_text(learn.model, codec, prompt, n, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+    text = generate_text(learn.model, codec, prompt, n, sampling=sampling, seed=seed,
                          exclude=getattr(codec, 'exclude', None))
     print(text)
     saved = save_lm(learn, run.out, data, level, codec) if run.out else None
