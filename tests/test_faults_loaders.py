@@ -12,7 +12,8 @@ import numpy as np, pandas as pd, pytest, torch
 from dataclasses import asdict
 from transformers_scratch.checkpoints import save_checkpoint
 from transformers_scratch import gpt2 as G, gpt2_classify as GC
-from transformers_scratch.gpt2 import PretrainedError, tiny_gpt2, load_gpt2, gpt2_tokenizer, gpt2_codec
+from transformers_scratch.gpt2 import tiny_gpt2, load_gpt2, gpt2_tokenizer
+from transformers_scratch.hub import PretrainedError, bpe_codec
 from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
                                                 run_gpt2_classify, gpt2_dls)
 from transformers_scratch.textdata import numericalize_df, synth_text_df, text_dls
@@ -112,7 +113,8 @@ def test_gpt2_config_not_json(d, tmp_path, capsys, text, pattern):
 BOUNDED = """
     import contextlib, io, json, resource, sys, time
     import transformers_scratch.cli as cli
-    from transformers_scratch.gpt2 import load_gpt2, PretrainedError
+    from transformers_scratch.gpt2 import load_gpt2
+    from transformers_scratch.hub import PretrainedError
     vm = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
     resource.setrlimit(resource.RLIMIT_AS, (vm + 2**30, resource.RLIM_INFINITY))   # 1 GiB more than now: no model of these sizes fits
     peak0, res = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, {}
@@ -183,7 +185,7 @@ def test_tokenizer_faults_through_the_cli_and_a_model_file(d, tmp_path, capsys):
     one_line(code, err, rf"^tfs generate: error: --pretrained: tokenizer: {re.escape(str(f/'merges.txt'))} is not a valid merges.txt \(ValueError: line 2")
     code, out, err = tfs(capsys, 'predict', '--model', d/'gpt2-clf-vocab.pt', 'a good film')
     one_line(code, err, rf"^tfs: error: tokenizer: the vocab.json kept in '{re.escape(str(d/'gpt2-clf-vocab.pt'))}' is not a valid vocab.json")
-    raises(lambda: gpt2_codec({'vocab.json': '{}'}, where=d/'x.pt'), r"expected tokenizer.json, or vocab.json and merges.txt in '.*x.pt'", PretrainedError)
+    raises(lambda: bpe_codec({'vocab.json': '{}'}, where=d/'x.pt'), r"expected tokenizer.json, or vocab.json and merges.txt in '.*x.pt'", PretrainedError)
 
 @pytest.mark.parametrize('value', [float('nan'), float('inf')])
 def test_gpt2_weights_not_finite(d, tmp_path, capsys, value):

@@ -7,7 +7,8 @@ try: import torchvision                      # noqa: F401  (the CPU test machine
 except Exception: sys.modules['torchvision'] = None   # ...so transformers must treat it as absent; nothing of ours needs it
 from transformers import GPT2Config, GPT2LMHeadModel
 from safetensors.torch import load_file, save_file
-from transformers_scratch.gpt2 import load_gpt2, save_gpt2, gpt2_tokenizer, PretrainedError, config_from_gpt2, gpt2_config
+from transformers_scratch.gpt2 import load_gpt2, save_gpt2, gpt2_tokenizer, config_from_gpt2, gpt2_config
+from transformers_scratch.hub import PretrainedError
 from transformers_scratch.generate import generate
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

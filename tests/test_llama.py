@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCau
 from safetensors.torch import load_file, save_file
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import KVCache, generate
-from transformers_scratch.gpt2 import PretrainedError
+from transformers_scratch.hub import PretrainedError
 from transformers_scratch.llama import load_pretrained, llama_name, config_from_llama
 
 pytestmark = pytest.mark.usefixtures('one_thread')

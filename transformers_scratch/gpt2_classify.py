@@ -23,7 +23,8 @@ from .runtime import model_device, evaluating, set_precision
 from .models import GenerationTransformer, init_weights
 from .training import start_run
 from .data import validate_texts, imdb_df, imdb_sample_df
-from .gpt2 import PretrainedError, load_gpt2, tiny_gpt2, gpt2_tokenizer, gpt2_codec, validate_tokenizer
+from .gpt2 import load_gpt2, tiny_gpt2, gpt2_tokenizer
+from .hub import PretrainedError, bpe_codec, validate_tokenizer
 
 # %% ../nbs/25_gpt2_classify.ipynb #a2c76950
 class GPT2Classifier(nn.Module):
@@ -80,7 +81,7 @@ def save_gpt2_classifier(clf,     # a `GPT2TextClassifier`
                          **info,  # more plain data to keep with it (the dataset's name...)
                         ):
     "Write `clf` as weights plus plain data (its `ModelConfig`, the tokenizer's files, the class names, the cut); returns the `Path`"
-    if not clf.tok.files: raise TypeError("clf: its tokenizer cannot be saved (no `files`): make it with `gpt2_tokenizer` or `gpt2_codec`")
+    if not clf.tok.files: raise TypeError("clf: its tokenizer cannot be saved (no `files`): make it with `gpt2_tokenizer` or `bpe_codec`")
     m = clf.model
     return save_checkpoint(path, _FORMAT, m, config=asdict(m.config), tokenizer=clf.tok.files, classes=list(clf.classes),
                            seq_len=int(clf.seq_len), pool=m.pool, pad_id=m.pad_id, **info)
@@ -103,7 +104,7 @@ def load_gpt2_classifier(path,          # a file written by `save_gpt2_classifie
     if n > cfg.seq_len: raise bad(f"seq_len={n} is more than the model's config seq_len={cfg.seq_len}")
     if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < cfg.n_tokens:
         raise bad(f"pad_id={repr(pad)[:40]}: expected a token id in [0, {cfg.n_tokens:,})")
-    tok = validate_tokenizer(gpt2_codec(files, f'tokenizers: {p.name}', p), cfg.n_tokens, p)   # tiktoken's stays offline under TFS_OFFLINE
+    tok = validate_tokenizer(bpe_codec(files, f'tokenizers: {p.name}', p), cfg.n_tokens, p)   # tiktoken's stays offline under TFS_OFFLINE
     try:
         with torch.device('meta'): model = GPT2Classifier(GenerationTransformer(cfg), cfg.n_classes, pad, ck['pool'])  # as `load_gpt2`
         model.load_state_dict(ck['state_dict'], assign=True)

@@ -14,8 +14,9 @@ from pathlib import Path
 import torch
 from .config import config_from_dict, model_bytes
 from .models import GenerationTransformer
-from .gpt2 import (PretrainedError, GPT2_NAMES, MAX_TOKENIZER, BPECodec, hub_name, pretrained_files, read_config_json,
-                                       read_weights, gpt2_codec, validate_tokenizer, gpt2_pair, generate_pretrained, _hub_file, _read_file, _listed)
+from .hub import (PretrainedError, BPECodec, TOKENIZER_FILES, hub_file, hub_name, listed, pretrained_files,
+                                      read_config_json, read_tokenizer, read_weights, validate_tokenizer)
+from .gpt2 import GPT2_NAMES, gpt2_pair, generate_pretrained
 from .generate import KVCache, generate
 from .runtime import default_device
 
@@ -77,12 +78,12 @@ def convert_llama(sd,                  # Hugging Face's tensors of a Llama-famil
     missing = [n for n in names.values() if n not in sd]
     extra = sorted(k for k in sd if k not in ignored and k not in set(names.values()) and not k.endswith('rotary_emb.inv_freq'))
     if missing or extra:
-        raise PretrainedError(f"{where}: " + '; '.join(f"{w} tensors {_listed(ks)}" for w, ks in (('missing', missing), ('unexpected', extra)) if ks)
+        raise PretrainedError(f"{where}: " + '; '.join(f"{w} tensors {listed(ks)}" for w, ks in (('missing', missing), ('unexpected', extra)) if ks)
                         + f" (config.json says num_hidden_layers={config.depth}: are both from the same model?)")
     if 'lm_head.weight' in ignored and 'lm_head.weight' in sd and not torch.equal(sd['lm_head.weight'], sd['model.embed_tokens.weight']):
         raise PretrainedError(f"{where}: lm_head.weight differs from model.embed_tokens.weight, but config.json says tie_word_embeddings=true")
     bad = [f"{names[k]} {tuple(sd[names[k]].shape)} (expected {s})" for k, s in shapes.items() if k in names and tuple(sd[names[k]].shape) != s]
-    if bad: raise PretrainedError(f"{where}: tensors of the wrong shape for config.json: {_listed(bad, 3)}")
+    if bad: raise PretrainedError(f"{where}: tensors of the wrong shape for config.json: {listed(bad, 3)}")
     return {k: sd[n] for k, n in names.items()}
 
 # %% ../nbs/28_llama.ipynb #1b7b0fe7
@@ -95,7 +96,7 @@ def load_pretrained(source,          # a hub name ('HuggingFaceTB/SmolLM2-135M')
     cfg_path, w_path = pretrained_files(source, LLAMA_NAMES)
     config = replace(config_from_llama(read_config_json(cfg_path), cfg_path, seq_len=seq_len), fast=fast)
     most = 2 * model_bytes(config) + 2**20                                   # fp64 weights and an untied head fit in `most`
-    state = convert_llama(read_weights(w_path, most), config, where=str(w_path))   # lesson 24's reader: bounded, no NaN
+    state = convert_llama(read_weights(w_path, most), config, where=str(w_path))   # the hub module's reader: bounded, no NaN
     with torch.device('meta'): model = GenerationTransformer(config)
     model.load_state_dict({k: v.float().contiguous() for k, v in state.items()}, assign=True, strict=not config.tied)
     if config.tied: model.toprobs.weight = model.trunk.token_emb.weight                # tied: one parameter
@@ -107,11 +108,9 @@ def llama_tokenizer(source,          # the folder or hub name of `load_pretraine
                    ):
     "A `BPECodec` from `source`'s tokenizer.json (through `tokenizers`), its `eos_id` from config.json's `eos_token_id`"
     p = Path(os.path.expanduser(str(source)))
-    if p.is_dir():
-        if not (p/'tokenizer.json').is_file(): raise PretrainedError(f"source: the folder {p} has no tokenizer.json")
-        f, c = p/'tokenizer.json', p/'config.json'
-    else: f, c = _hub_file(str(source), 'tokenizer.json'), _hub_file(str(source), 'config.json')
-    tok = gpt2_codec({'tokenizer.json': _read_file(f, MAX_TOKENIZER, 'tokenizer')}, f'tokenizers: {source}', f.parent)
+    folder = p if p.is_dir() else hub_file(str(source), 'tokenizer.json').parent    # the hub's cache keeps a model's files in one folder
+    tok = read_tokenizer(folder, TOKENIZER_FILES[:1], f'tokenizers: {source}')      # tokenizer.json only
+    c = p/'config.json' if p.is_dir() else hub_file(str(source), 'config.json')
     eos = read_config_json(c).get('eos_token_id') if c.is_file() else None
     eos = eos[0] if isinstance(eos, list) and eos else eos
     tok = BPECodec(tok.encode, tok.decode, eos if type(eos) is int else tok.eos_id, tok.n_vocab, tok.kind, tok.files)
@@ -124,7 +123,7 @@ def pretrained_type(source):   # a hub name or a folder
     "'gpt2', 'llama' or 'qwen2': the `model_type` of `source`'s config.json, which says the loader (OpenAI's GPT-2 hub names: no look)"
     name = hub_name(source, PRETRAINED_NAMES)
     if name in GPT2_NAMES: return 'gpt2'
-    cfg = pretrained_files(source, PRETRAINED_NAMES)[0] if name is None else _hub_file(name, 'config.json')   # a hub model's config alone
+    cfg = pretrained_files(source, PRETRAINED_NAMES)[0] if name is None else hub_file(name, 'config.json')   # a hub model's config alone
     d = read_config_json(cfg)
     mt, arch = d.get('model_type'), d.get('architectures')
     if mt == 'gpt2' or mt in LLAMA_TYPES: return mt
@@ -144,9 +143,9 @@ def pretrained_pair(source,        # a hub name or a folder: GPT-2 or a Llama-fa
     model = load_pretrained(source, device, seq_len=max(seq_len, 1))
     return model, validate_tokenizer(tok, model.config.n_tokens, source)
 
-def run_pretrained_generate(source, prompt=None, n=None, temperature=1.0, top_k=None, top_p=None, seed=0, greedy=False):
+def run_pretrained_generate(source, prompt=None, n=None, sampling=None, seed=0):
     "Load GPT-2 or a Llama-family model from `source`, print a continuation of `prompt`, return what was measured (`tfs generate --pretrained`)"
-    return generate_pretrained(pretrained_pair, source, prompt, n, temperature, top_k, top_p, seed, greedy)
+    return generate_pretrained(pretrained_pair, source, prompt, n, sampling, seed)
 
 # %% ../nbs/28_llama.ipynb #7de19bc9
 def _kv_bytes(kv):
