@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['MAX_EPOCHS', 'MAX_BEAM', 'MAX_ROWS', 'CLIError', 'main', 'tfs_result']
 
-# %% ../nbs/90_cli.ipynb #be93b3c0
+# %% ../nbs/90_cli.ipynb #0be98d5b
 import os, sys, signal
 
 def _interrupted_starting(signum, frame):
@@ -20,15 +20,15 @@ if os.path.basename(sys.argv[0] if sys.argv else '') in ('tfs', 'tfs.exe') and s
 
 import json, math, argparse, warnings
 
-# %% ../nbs/90_cli.ipynb #9bf8d6f2
+# %% ../nbs/90_cli.ipynb #1154dca3
 class CLIError(Exception):
     "An error the `tfs` command reports in one line"
 
-# %% ../nbs/90_cli.ipynb #6f699d8b
+# %% ../nbs/90_cli.ipynb #1f142c05
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CLIError(f"{self.prog}: error: {message}")
 
-# %% ../nbs/90_cli.ipynb #a65faf5e
+# %% ../nbs/90_cli.ipynb #329229da
 def _positive(name, hi=None):
     "An argparse type: an integer in [1, `hi`]"
     def conv(s):
@@ -56,7 +56,7 @@ MAX_EPOCHS, MAX_BEAM, MAX_ROWS = 1000, 100, 10**8   # `--beam`: also at most the
 # the model's sizes are bounded where they are validated, once: `ModelConfig` (`config.LIMITS`, then the memory check);
 # `--n`, `--temperature`, `--top-k` and `--top-p` by lesson 20's `Sampling` and `validate_new_tokens` (`MIN_TEMPERATURE`, `MAX_NEW_TOKENS`)
 
-# %% ../nbs/90_cli.ipynb #4ee170c4
+# %% ../nbs/90_cli.ipynb #72a67f56
 def _parser():
     p = _Parser(prog='tfs', description='transformers_scratch: train and use the course models from the shell')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
@@ -76,10 +76,13 @@ def _parser():
     c.add_argument('--encoder', help='fine-tune from an encoder saved by `tfs pretrain --out` (uses its vocabulary and sizes)')
     c.add_argument('--gpt2', metavar='NAME_OR_FOLDER', help="fine-tune GPT-2 (hub name or folder) with a classifier head (lesson 25); "
                    "--quick: a tiny random GPT-2-shaped model on imdb_sample, to test the code path")
+    c.set_defaults(func=_classify)   # each subcommand names the function that runs it
     r = sub.add_parser('predict', help='classify a text with a learner saved by `tfs classify`')
+    r.set_defaults(func=_predict)
     r.add_argument('--model', required=True, help='a classifier saved by `tfs classify --out` (or `--encoder ... --out`, or `--gpt2 ... --out`)')
     r.add_argument('text')
     g = sub.add_parser('generate', help='train (or load) a GenerationTransformer and generate text')
+    g.set_defaults(func=_generate)
     g.add_argument('--data', choices=['tinyshakespeare', 'imdb_sample'], help='default: tinyshakespeare, or the --model\'s')
     g.add_argument('--level', choices=['char', 'word'], help='default: char for tinyshakespeare, word for imdb_sample')
     g.add_argument('--prompt', help='the text to continue (default: per dataset)')
@@ -97,6 +100,7 @@ def _parser():
                    "model.safetensors and the tokenizer's files")
     _translate_parser(sub)
     t = sub.add_parser('pretrain', help='pretrain an encoder as a masked language model on review text and save it')
+    t.set_defaults(func=_pretrain)
     t.add_argument('--data', choices=['imdb_sample', 'imdb'], default='imdb_sample',
                    help='imdb_sample: its 800 training reviews; imdb: the 25k training reviews (never the test reviews)')
     t.add_argument('--score-on', choices=['imdb_sample', 'imdb'], help='the labelled set to fine-tune on later (default: --data); '
@@ -106,11 +110,12 @@ def _parser():
     t.add_argument('--seed', type=_seed, default=0)
     t.add_argument('--out', required=True, help='where to save the encoder with its vocabulary')
     h = sub.add_parser('handout', help="write the learner's edition of the notebooks (no solutions, no outputs)")
+    h.set_defaults(func=_handout)
     h.add_argument('--src', default='nbs')
     h.add_argument('--dest', default='handout')
     return p
 
-# %% ../nbs/90_cli.ipynb #3de97b97
+# %% ../nbs/90_cli.ipynb #cdbb4174
 _NAMES = {'model': 'give a model file', 'encoder': 'give an encoder saved by `tfs pretrain --out`',
           'gpt2': 'give a hub name (gpt2, gpt2-medium, gpt2-large, gpt2-xl) or a folder', 'out': 'give a file name',
           'pretrained': 'give a hub name (gpt2, HuggingFaceTB/SmolLM2-135M, ...) or a folder',
@@ -168,7 +173,7 @@ def _validate(a):
         try: validate_folder(cache_dir(), 'TFS_CACHE')
         except ValueError as e: raise err(f"{e} (TFS_CACHE is where tokenized texts are cached)") from None
 
-# %% ../nbs/90_cli.ipynb #85178fb5
+# %% ../nbs/90_cli.ipynb #69fcfd80
 _SIZES = {'emb': '--emb', 'heads': '--heads', 'depth': '--depth', 'seq_len': '--seq-len'}   # `ModelConfig`'s names of classify's flags
 
 def _sized(a, run, *args, **kwargs):
@@ -179,56 +184,65 @@ def _sized(a, run, *args, **kwargs):
         if e.key not in _SIZES: raise
         raise CLIError(f"tfs {a.cmd}: error: {_SIZES[e.key]}: {e.why}") from None
 
-def _run(a):
-    if a.cmd == 'translate': return _translate_run(a)
-    if a.cmd == 'handout':
-        from transformers_scratch.handout import make_handout
-        ps = make_handout(a.src, a.dest)
-        return {'handout': str(a.dest), 'notebooks': len(ps)}
-    if a.cmd == 'pretrain':
-        from transformers_scratch.pretrain import run_pretrain
-        return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
-    if a.cmd == 'classify' and a.gpt2:
-        given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None]
-        if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
-        from transformers_scratch.gpt2 import GPT2_NAMES
-        if a.quick and not (os.path.isdir(a.gpt2) or a.gpt2 in GPT2_NAMES):   # --quick trains a tiny random model: the source is never read
-            raise CLIError(f"tfs classify: error: --gpt2 {a.gpt2!r}: no such folder (--quick fine-tunes a tiny random GPT-2 shape and "
-                           f"reads no model: give an existing folder or one of {', '.join(GPT2_NAMES)}, or drop --quick)")
-        from transformers_scratch.gpt2_classify import run_gpt2_classify
-        return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len,
-                      precision=a.precision, out=a.out)
-    if a.cmd == 'classify' and a.encoder:
-        from transformers_scratch.pretrain import run_finetune
-        if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
-            raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder and --data must be imdb_sample or imdb")
-        return run_finetune(a.encoder, data=a.data, quick=a.quick, epochs=a.epochs, out=a.out, precision=a.precision)
-    if a.cmd == 'classify':
-        from transformers_scratch.classify import run_classify
-        return _sized(a, run_classify, data=a.data, epochs=a.epochs, emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len,
-                      pos=a.pos, quick=a.quick, out=a.out, precision=a.precision)
-    if a.cmd == 'predict':
-        from transformers_scratch.classify import predict_text
-        from transformers_scratch.gpt2_classify import is_gpt2_classifier, predict_gpt2_text   # a file of `tfs classify --gpt2 --out`
-        res = (predict_gpt2_text if is_gpt2_classifier(a.model) else predict_text)(a.model, a.text)
-        from transformers_scratch.lm import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
-        if res['truncated']: note_truncation(res['tokens'], res['seq_len'], 'the text', res['keep'])
-        return res
-    if a.cmd == 'generate' and a.pretrained:
-        given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
-        if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
-        from transformers_scratch.hub import PretrainedError
-        from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
-        try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed)
-        except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
-    if a.cmd == 'generate':
-        from transformers_scratch.lm import run_generate
-        return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, sampling=a.sampling,
-                            quick=a.quick, model=a.model, out=a.out, seed=a.seed)
+def _handout(a):
+    from transformers_scratch.handout import make_handout
+    ps = make_handout(a.src, a.dest)
+    return {'handout': str(a.dest), 'notebooks': len(ps)}
 
-# %% ../nbs/90_cli.ipynb #375462f8
+def _pretrain(a):
+    from transformers_scratch.pretrain import run_pretrain
+    return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
+
+def _classify_gpt2(a):
+    given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None]
+    if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
+    from transformers_scratch.gpt2 import GPT2_NAMES
+    if a.quick and not (os.path.isdir(a.gpt2) or a.gpt2 in GPT2_NAMES):   # --quick trains a tiny random model: the source is never read
+        raise CLIError(f"tfs classify: error: --gpt2 {a.gpt2!r}: no such folder (--quick fine-tunes a tiny random GPT-2 shape and "
+                       f"reads no model: give an existing folder or one of {', '.join(GPT2_NAMES)}, or drop --quick)")
+    from transformers_scratch.gpt2_classify import run_gpt2_classify
+    return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len,
+                  precision=a.precision, out=a.out)
+
+def _classify_encoder(a):
+    from transformers_scratch.pretrain import run_finetune
+    if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
+        raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder and --data must be imdb_sample or imdb")
+    return run_finetune(a.encoder, data=a.data, quick=a.quick, epochs=a.epochs, out=a.out, precision=a.precision)
+
+def _classify(a):
+    if a.gpt2: return _classify_gpt2(a)
+    if a.encoder: return _classify_encoder(a)
+    from transformers_scratch.classify import run_classify
+    return _sized(a, run_classify, data=a.data, epochs=a.epochs, emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len,
+                  pos=a.pos, quick=a.quick, out=a.out, precision=a.precision)
+
+def _predict(a):
+    from transformers_scratch.classify import predict_text
+    from transformers_scratch.gpt2_classify import is_gpt2_classifier, predict_gpt2_text   # a file of `tfs classify --gpt2 --out`
+    res = (predict_gpt2_text if is_gpt2_classifier(a.model) else predict_text)(a.model, a.text)
+    from transformers_scratch.lm import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
+    if res['truncated']: note_truncation(res['tokens'], res['seq_len'], 'the text', res['keep'])
+    return res
+
+def _generate_pretrained(a):
+    given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
+    if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
+    from transformers_scratch.hub import PretrainedError
+    from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
+    try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed)
+    except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
+
+def _generate(a):
+    if a.pretrained: return _generate_pretrained(a)
+    from transformers_scratch.lm import run_generate
+    return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, sampling=a.sampling,
+                        quick=a.quick, model=a.model, out=a.out, seed=a.seed)
+
+# %% ../nbs/90_cli.ipynb #bdcb43b0
 def _translate_parser(sub):
     t = sub.add_parser('translate', help='train an encoder-decoder on Multi30k and report BLEU, or translate with --model')
+    t.set_defaults(func=_translate_run)
     t.add_argument('sentence', nargs='?', help='with --model: the sentence to translate (default: each line of standard input)')
     t.add_argument('--data', choices=['multi30k'], default='multi30k')
     t.add_argument('--src', choices=['en', 'de', 'fr'], help="source language (default: de, or the --model's)")
@@ -290,7 +304,7 @@ def _stdin_lines(cmd):
             raise err(f", line {i}: not valid UTF-8 text ({where}); nothing after it was translated") from None
         yield line
 
-# %% ../nbs/90_cli.ipynb #b45bf29a
+# %% ../nbs/90_cli.ipynb #b4e7ebdb
 def _one_line(e): return ' '.join(str(e).split())
 
 def _closed(f):
@@ -376,7 +390,7 @@ def main(argv=None):
                                                 "(redirect it to a file or /dev/null)")
             _start(a)
             _validate(a)
-            res = _run(a)
+            res = a.func(a)   # the subcommand's function (`set_defaults` in `_parser`)
             if res is not None: _emit(_json_line(res), a.cmd)
             if sys.stdout is not None: sys.stdout.flush()
     except CLIError as e: _fail(str(e))
@@ -393,7 +407,7 @@ def main(argv=None):
             _fail(f"tfs: error: standard output: the results could not be written ({e.strerror or e})")
         _fail(f"tfs: error: {_named(e, a)}")
 
-# %% ../nbs/90_cli.ipynb #5b878886
+# %% ../nbs/90_cli.ipynb #d5228abe
 # @title Solution: tfs_result
 def tfs_result(stdout):   # all that a `tfs` run wrote on standard output
     "The results of a `tfs` run: the JSON object on the last non-blank line of `stdout` as a dict, or None if that line is not one"
