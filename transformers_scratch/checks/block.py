@@ -248,19 +248,12 @@ def _expect_train_mode(fn, prenorm, ref, wrongs=()):
                "and blk.ff, each used once")
         expect_mode_kept(lambda b, *a: _block_call(fn, b, *a), blk, x)
 
-class _Scale(nn.Module):
-    "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output; `read`: was its `p` read (F.dropout(h, blk.do.p, blk.training), judged in training mode)?"
-    def __init__(self): super().__init__(); self.read = False
-    @property
-    def p(self): self.read = True; return 0.3
-    def forward(self, x): return x * 0.7
-
 def _own_dropout(out, D, no_do):
     "Did the answer read `D.p` for an F.dropout of its own, and give `no_do`, the block with `do` off, in eval mode? Then training mode judges where it sits"
-    return isinstance(D, _Scale) and D.read and same(out, no_do, atol=1e-5)
+    return isinstance(D, DropoutStandIn) and D.read and same(out, no_do, atol=1e-5)
 
 def _test_blocks(prenorm):
-    "Small blocks in eval mode (a batch of one, batches of 3 and 4, float64), random LayerNorm weights, `do` a `_Scale`; with inputs and irregular pad masks"
+    "Small blocks in eval mode (a batch of one, batches of 3 and 4, float64), random LayerNorm weights, `do` a `DropoutStandIn`; with inputs and irregular pad masks"
     out = []
     with torch.random.fork_rng():                             # repeatable, and your RNG is left alone
         torch.manual_seed(0)
@@ -271,17 +264,12 @@ def _test_blocks(prenorm):
             blk = TransformerBlock(ModelConfig(emb=emb, heads=heads, mult=mult, prenorm=prenorm, **kw), causal=causal).eval().to(dtype)
             with torch.no_grad():
                 for n in (blk.norm1, blk.norm2): n.weight.uniform_(0.5, 1.5); n.bias.normal_()
-            blk.do = _Scale().eval()                          # in the mode of the block
+            blk.do = DropoutStandIn().eval()                          # in the mode of the block
             x = rand(b, t, emb, seed=emb, dtype=dtype) * 2
             n_pad = randint(0, t - 1, (b,), seed=t)           # front pads, irregular per row; at least one real token
             pad = torch.arange(t) >= n_pad[:, None]
             out.append((blk, x, pad))
     return out
-
-def _block_wrongs(out, wrongs, wrongs_no_do, otherwise):
-    "Fail with the hint of the first wrong output that `out` matches: the usual mistakes with `do` in place, then without it"
-    for w, hint in wrongs + wrongs_no_do: expect(not same(out, w, atol=1e-4), hint)
-    expect(False, otherwise)
 
 def _block_call(fn, blk, x, *args):
     "`fn(blk, x, *args)` through `call_checked`, `expect`ing a result like `x`"
@@ -315,7 +303,7 @@ def check_postnorm_block(fn):
             h = N1(x + D(Ao(x)))
             expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
             if _own_dropout(out, D, (lambda g: N2(g + F_(g)))(N1(x + Ao(x)))): D = nn.Identity()
-            elif not same(out, N2(h + F_(h)), atol=1e-5): _block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
+            elif not same(out, N2(h + F_(h)), atol=1e-5): block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the post-norm block and from each usual mistake: h = norm1(x + do(attention(x))), then norm2(h + ff(h))")
             out = _block_call(fn, blk, x, pad)
             hp = N1(x + D(blk.attention(x, pad)))
@@ -394,7 +382,7 @@ def check_prenorm_block(fn):
             h = x + D(Ao(N1(x)))
             expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
             if _own_dropout(out, D, _prenorm(blk, x, nn.Identity())): D = nn.Identity()
-            elif not same(out, h + F_(N2(h)), atol=1e-5): _block_wrongs(out, _prenorm_wrongs(blk, x, D), _prenorm_wrongs(blk, x, nn.Identity()),
+            elif not same(out, h + F_(N2(h)), atol=1e-5): block_wrongs(out, prenorm_wrongs(blk, x, D), prenorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block and from each usual mistake: h = x + do(attention(norm1(x))), then h + ff(norm2(h))")
             out = _block_call(fn, blk, x, pad)
             hp = x + D(Ao(N1(x), pad))
@@ -417,35 +405,3 @@ def check_prenorm_block(fn):
     blk, x, pad = _test_blocks(True)[1]
     with torch.no_grad(): on_device(fn, blk, x, pad)
 
-def _prenorm_wrongs(blk, x, D):
-    "(wrong output, hint) pairs of the usual pre-norm mistakes, with `D` as the attention's dropout"
-    F_, N1, N2, Ao = blk.ff, blk.norm1, blk.norm2, blk.attention
-    A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
-    h = x + A(N1(x))
-    return [((lambda g: N2(g + F_(g)))(N1(x + A(x))), "that is the post-norm order (norm after the sum): pre-norm "
-             "normalises each sublayer's input"),
-            ((lambda g: g + D(F_(N2(g))))(x + Ao(N1(x))), "blk.do belongs on the attention output, not on the MLP's (blk.ff "
-             "ends with its own dropout)"),
-            (F_(N2(A(N1(x)))), "the residuals are missing: each sublayer's input is added back to its output"),
-            (F_(N2(h)), "the MLP's residual is missing: add h back to the MLP's output"),
-            ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: add x back to the attention's output"),
-            ((lambda g: (lambda n: n + F_(n))(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not "
-             "norm(x): only the sublayer's input is normalised"),
-            ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): only the "
-             "sublayer's input is normalised"),
-            ((lambda g: g + F_(N1(g)))(x + A(N2(x))), "the norms are swapped: norm1 goes before the attention, "
-             "norm2 before the MLP"),
-            (h + F_(N2(x)), "feed the MLP norm2(h), the output of the attention sublayer, not norm2(x)"),
-            (h + F_(N1(h)), "the MLP sublayer has its own norm, norm2: you used norm1 twice"),
-            (x + F_(N2(h)), "the second residual adds h, the output of the attention sublayer, not x"),
-            (h + F_(h), "the second norm is missing: the MLP's input goes through norm2"),
-            (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: the attention's input goes through norm1"),
-            (N2(h + F_(N2(h))), "no norm at the end of a pre-norm block: the final LayerNorm comes once, after "
-             "the last block"),
-            ((lambda g: g + F_(N2(g)))(x + Ao(N1(x))), "apply blk.do (the dropout) to the attention output, before "
-             "the residual sum"),
-            (h + D(F_(N2(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
-            ((lambda g: g + F_(N2(g)))(D(x + Ao(N1(x)))), "blk.do goes on the attention output, inside the residual "
-             "branch, not on the sum"),
-            ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input"),
-            ((lambda g: g + F_(N2(g)))(x + D(A(N1(x)))), "you applied blk.do twice to the attention output: once")]

@@ -15,56 +15,6 @@ from ..generate import *
 # @title check_sample
 from .toolkit import expect_like, expect_rate, rand, randint
 
-def _freqs(ids, v):
-    "How often each of the `v` token ids occurs in `ids`"
-    return torch.bincount(ids.flatten(), minlength=v).float() / ids.numel()
-
-def _call_on(fn, z, *args):
-    "`fn(z, *args)` run by `Runs`; if it raises, say which fixture (a batch of one, one row, 3-D, another dtype) and why that may be"
-    def hint(ex, a):
-        if isinstance(ex, TypeError) and 'positional argument' in str(ex):
-            return (f"your function does not take the {len(a)} arguments the check passes ({str(ex)[:80]}): keep the stub's "
-                    "signature, every argument included")
-        if 'must match the size of tensor' in str(ex) and z.dim() == 2 and z.size(0) > 1:
-            return (f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on logits {tuple(z.shape)}: a value per row "
-                    "(the k-th largest, a row's total) lost its last dim, so it does not broadcast against its row: keep it "
-                    "([..., -1:], keepdim=True or .unsqueeze(-1))")
-        what = (f"a batch of one row {tuple(z.shape)}: a stray .squeeze(), or a size hard-coded?" if z.dim() == 2 and z.size(0) == 1 else
-                f"one row of logits {tuple(z.shape)} (generate passes one position's logits): work on the last dim "
-                "(dim=-1, [..., -1:]) so that any number of leading dims works, none included" if z.dim() == 1 else
-                f"3-D logits {tuple(z.shape)}: work on the last dim (dim=-1, [..., -1:]) so that any leading dims work" if z.dim() > 2 else
-                f"{z.dtype} logits: keep the logits' dtype (fill with float('-inf'), build masks with torch.*_like)" if z.dtype != torch.float32
-                else f"logits of shape {tuple(z.shape)}")
-        return f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on {what}"
-    return Runs(fn, on_error=hint)(z, *args)
-
-def _sample_wrongs(z, T, f, tol):
-    "Fail with a hint if the frequencies `f` (b, v) of ids drawn from rows `z` (b, v) at temperature `T` follow a typical wrong distribution"
-    b, v = z.shape
-    p = F.softmax(z / T, -1)
-    near = lambda q: bool((f - q).abs().max() < tol)
-    wrong = [(F.softmax(z * T, -1), "you multiplied the logits by the temperature: divide them, logits / T"),
-             (z.clamp(min=0) / z.clamp(min=0).sum(-1, keepdim=True), "you sampled from the logits: turn them into probabilities with softmax first"),
-             (F.softmax(z, -1), "the temperature has no effect: divide the logits by it before the softmax"),
-             (F.softmax(z / T ** 2, -1), "the temperature is applied twice: divide the logits by it once"),
-             (torch.full((b, v), 1 / v), "every token came out equally often: softmax over the vocabulary (dim=-1)"),
-             ((lambda q: q / q.sum(-1, keepdim=True))(F.softmax(z / T, 0)), "softmax over the vocabulary (dim=-1), not over the batch"),
-             (F.one_hot(z.argmax(-1), v).float(), "you always took the most likely token: draw from the distribution with torch.multinomial"),
-             (p[:1].expand(b, v), "every row was drawn from the first row's distribution: draw one id per row (torch.multinomial(probs, 1))"),
-             (p.sort(-1, descending=True).values, "the ids are positions in the sorted order: map them back to token ids")]
-    for q, hint in wrong:
-        if T == 1 and 'temperature' in hint: continue
-        expect(not near(q), hint)
-    expect(not bool((f.max(-1).values == 1).all()), "every row gave one id in all its draws: draw a fresh random number for each "
-           "row (torch.multinomial(probs, 1) does that), rows are drawn independently")
-    never = (f.sum(0) == 0) & (p.max(0).values > 0.02)        # tokens that should come out but never did
-    if never.any():
-        ids = never.nonzero()[:, 0].tolist()
-        expect(not (ids[-1] == v - 1 and len(ids) == v - ids[0]), f"token ids >= {ids[0]} never came out (v={v}): is the "
-               "vocabulary size hard-coded? Take it from the logits, logits.size(-1)")
-        expect(False, f"token id{'s' if len(ids) > 1 else ''} {ids[:4]} never came out though likely (v={v}): every id of "
-               "the vocabulary can be drawn, with its probability softmax(logits / T)")
-
 @checker(solution='generate.sample')
 def check_sample(fn):
     "Check `fn(logits, temperature, generator)`: one id per row of `logits` (..., v), drawn from softmax(logits / temperature), rows independent, `generator` used"
@@ -74,7 +24,7 @@ def check_sample(fn):
         for b, v, T in ((3, 5, 0.5), (4, 11, 2.0), (3, 7, None)):
             z = rand(b, v, seed=v) * 1.5                      # every row different, negative logits too
             Z = z.repeat(n, 1)                                # (n * b, v): row r of z at rows r, r + b, r + 2b, ...
-            try: out = _call_on(fn, Z) if T is None else _call_on(fn, Z, T)
+            try: out = call_on_logits(fn, Z) if T is None else call_on_logits(fn, Z, T)
             except CheckError as e:
                 if 'probability' in str(e): raise CheckError("you sampled from the logits: turn them into probabilities with softmax first") from None
                 raise
@@ -86,38 +36,38 @@ def check_sample(fn):
             expect(out.device.type == z.device.type, f"return the ids on the logits' device ({z.device.type}), got {out.device.type}")
             expect(bool(((out >= 0) & (out < v)).all()), f"the ids should be positions in the vocabulary, 0 <= id < v (v={v} here)")
             ids = out.view(n, b)
-            f = torch.stack([_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
+            f = torch.stack([token_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
             if not bool((f - F.softmax(z / (T or 1.0), -1)).abs().max() < tol):
-                _sample_wrongs(z, T or 1.0, f, tol)
+                sample_wrongs(z, T or 1.0, f, tol)
                 expect(T is not None, "without a temperature the samples do not follow softmax(logits): the default temperature is 1.0")
                 expect(False, f"at T={T} the samples do not follow softmax(logits / T) row by row (each token within ± {tol})")
             p = F.softmax(z[0] / (T or 1.0), -1)              # rows 0, b, 2b... share one distribution: drawn independently,
             expect_rate((ids[1:, 0] == ids[:-1, 0]).float().mean(), (p * p).sum(), 0.03,   # two of them agree with prob. sum(p²)
                         "the rows are not drawn independently: one random draw per row (torch.multinomial(probs, 1) does that)")
         z = rand(1, 6, seed=1)
-        out = _call_on(fn, z, 0.7)
+        out = call_on_logits(fn, z, 0.7)
         expect(isinstance(out, torch.Tensor) and tuple(out.shape) != (), "for a batch of one row the result is (1,): a stray .squeeze()?")
         expect_shape(out, (1,), 'the id sampled from a batch of one row')
         for dt in (torch.float64, torch.bfloat16):
-            out = _call_on(fn, rand(5, 9, seed=2, dtype=dt), 0.8)
+            out = call_on_logits(fn, rand(5, 9, seed=2, dtype=dt), 0.8)
             expect_shape(out, (5,), f'the ids sampled from {dt} logits')
             expect(out.dtype == torch.long, f"return the ids as a LongTensor whatever the logits' dtype, got {out.dtype} for {dt} logits")
-        out = _call_on(fn, rand(7, seed=4), 0.9)                  # one row (v,): one id, a 0-d tensor
+        out = call_on_logits(fn, rand(7, seed=4), 0.9)                  # one row (v,): one id, a 0-d tensor
         expect(isinstance(out, torch.Tensor), f"return a tensor of token ids, got {type(out).__name__}")
         expect(tuple(out.shape) != (1,), "one row of logits (v,) gives one id of shape (), not (1,): the result has the "
                "logits' shape without its last dim")
         expect_shape(out, (), 'the id sampled from one row of logits (v,)')
         expect(out.dtype == torch.long and 0 <= int(out) < 7, f"the id sampled from one row of 7 logits should be a long in [0, 7), got {out}")
         z3 = rand(2, 6, seed=5) * 2                               # 3-D: (n, 2, 6), the two rows of z3 at every [r]
-        ids = _call_on(fn, z3.repeat(4000, 1).view(4000, 2, 6), 1.0)
+        ids = call_on_logits(fn, z3.repeat(4000, 1).view(4000, 2, 6), 1.0)
         expect(isinstance(ids, torch.Tensor) and not ids.dtype.is_floating_point, "return a tensor of token ids for 3-D logits too")
         expect_shape(ids, (4000, 2), 'the ids sampled from 3-D logits (4000, 2, 6)')
         expect(bool(((ids >= 0) & (ids < 6)).all()), "the ids should be positions in the vocabulary, 0 <= id < v (v=6 here)")
-        f = torch.stack([_freqs(ids[:, r], 6) for r in range(2)])
+        f = torch.stack([token_freqs(ids[:, r], 6) for r in range(2)])
         expect(bool((f - F.softmax(z3, -1)).abs().max() < 0.04), "right on 2-D logits but wrong on 3-D ones: the softmax runs "
                "over the vocabulary, the last dim (dim=-1, not dim=1), and every row of every leading dim gets its own draw")
         zg = rand(50, 9, seed=6)                                 # two generators with the same seed: the same ids
-        try: a, b2 = (_call_on(fn, zg, 1.0, torch.Generator().manual_seed(7)) for _ in range(2))
+        try: a, b2 = (call_on_logits(fn, zg, 1.0, torch.Generator().manual_seed(7)) for _ in range(2))
         except CheckError as e:
             if 'arguments the check passes' in str(e): raise CheckError("sample takes a third argument, generator (a torch.Generator "
                                                                         "or None): pass it on to the draw") from None
@@ -155,13 +105,13 @@ def _filter_wrongs(fn, logits, out, ref, arg):
            "number such as -1e9 or -1e4")
     if logits.dim() > 2:
         rows = logits.reshape(-1, logits.size(-1)).clone()
-        flat = _call_on(fn, rows, arg)
+        flat = call_on_logits(fn, rows, arg)
         expect(not (isinstance(flat, torch.Tensor) and flat.shape == rows.shape and torch.equal(~_dropped(flat), ref.reshape(rows.shape))),
                f"right on 2-D logits but wrong on 3-D {tuple(logits.shape)}: work on the last dim (dim=-1, [..., -1:]), any leading dims")
 
 def _filter_out(fn, z, arg, what):
     "Call a filter `fn(z, arg)` with the checks every filter shares: inputs untouched, shape, dtype and device"
-    out = _call_on(fn, z, arg)
+    out = call_on_logits(fn, z, arg)
     expect(not (isinstance(out, torch.Tensor) and z.size(0) == 1 and out.shape == z.shape[1:]),
            "for a batch of one row the result is (1, v): a stray .squeeze()?")
     expect_like(out, z, what)
@@ -260,7 +210,7 @@ def check_top_p(fn):
         crossing = torch.zeros_like(keep).scatter(-1, idx, srt.cumsum(-1) <= p)
         expect(not bool((keep == crossing).all()), f"off by one at p={p}: also keep the token that takes the total past p (drop a token only when the tokens before it reach p)")
         if bool((keep == (probs >= p)).all() or (keep == (F.softmax(logits.float(), -1) >= p)).all()):   # a threshold? ask a row where it differs
-            d = _call_on(fn, torch.tensor([[0.4, 0.35, 0.25]]).log(), 0.5)   # the nucleus is .4 .35, a threshold keeps nothing
+            d = call_on_logits(fn, torch.tensor([[0.4, 0.35, 0.25]]).log(), 0.5)   # the nucleus is .4 .35, a threshold keeps nothing
             expect(not (isinstance(d, torch.Tensor) and d.shape == (1, 3) and bool(_dropped(d).all())), "you kept the tokens "
                    "whose own probability is >= p (a threshold, as min-p's): top-p adds up the probabilities, largest first, and keeps tokens until the total reaches p")
         lsrt, lidx = logits.float().sort(-1, descending=True)

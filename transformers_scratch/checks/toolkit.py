@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['CPU_MADE', 'TODO', 'CheckError', 'expect', 'same', 'expect_shape', 'diagnose', 'checker', 'tally', 'assert_check',
            'rand', 'randint', 'seeded', 'call_checked', 'expect_like', 'expect_rate', 'describe', 'Runs', 'made_on_cpu',
-           'other_device', 'on_device', 'strided', 'view_hint', 'expect_grad', 'expect_mode_kept', 'expect_within']
+           'other_device', 'on_device', 'strided', 'view_hint', 'expect_grad', 'expect_mode_kept', 'expect_within',
+           'DropoutStandIn', 'block_wrongs', 'prenorm_wrongs', 'token_freqs', 'call_on_logits', 'sample_wrongs']
 
 # %% ../../nbs/00_check_toolkit.ipynb #2567331a
 import os, functools, copy, contextlib, math
@@ -428,3 +429,102 @@ def expect_within(out, low, high, what='the values'):
     if out.numel() == 0: return
     lo, hi = out.min().item(), out.max().item()
     expect(low <= lo and hi < high, f"{what} should lie in [{low}, {high}), got values from {lo} to {hi}")
+
+# %% ../../nbs/00_check_toolkit.ipynb #sharedcat0cd
+import torch.nn as nn, torch.nn.functional as F
+
+class DropoutStandIn(nn.Module):
+    "Stands in for the block's dropout `do` in the checks: a fixed scaling, so that where `do` sits shows in the output; `read`: was its `p` read (F.dropout(h, blk.do.p, blk.training), judged in training mode)?"
+    def __init__(self): super().__init__(); self.read = False
+    @property
+    def p(self): self.read = True; return 0.3
+    def forward(self, x): return x * 0.7
+
+def block_wrongs(out, wrongs, wrongs_no_do, otherwise):
+    "Fail with the hint of the first wrong output that `out` matches: the usual mistakes with `do` in place, then without it"
+    for w, hint in wrongs + wrongs_no_do: expect(not same(out, w, atol=1e-4), hint)
+    expect(False, otherwise)
+
+def prenorm_wrongs(blk, x, D):
+    "(wrong output, hint) pairs of the usual pre-norm mistakes, with `D` as the attention's dropout"
+    F_, N1, N2, Ao = blk.ff, blk.norm1, blk.norm2, blk.attention
+    A = lambda x: D(Ao(x))                                    # the attention sublayer, dropout included
+    h = x + A(N1(x))
+    return [((lambda g: N2(g + F_(g)))(N1(x + A(x))), "that is the post-norm order (norm after the sum): pre-norm "
+             "normalises each sublayer's input"),
+            ((lambda g: g + D(F_(N2(g))))(x + Ao(N1(x))), "blk.do belongs on the attention output, not on the MLP's (blk.ff "
+             "ends with its own dropout)"),
+            (F_(N2(A(N1(x)))), "the residuals are missing: each sublayer's input is added back to its output"),
+            (F_(N2(h)), "the MLP's residual is missing: add h back to the MLP's output"),
+            ((lambda g: g + F_(N2(g)))(A(N1(x))), "the attention's residual is missing: add x back to the attention's output"),
+            ((lambda g: (lambda n: n + F_(n))(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not "
+             "norm(x): only the sublayer's input is normalised"),
+            ((lambda g: g + F_(N2(g)))(N1(x) + A(N1(x))), "the residual must carry x itself, not norm1(x): only the "
+             "sublayer's input is normalised"),
+            ((lambda g: g + F_(N1(g)))(x + A(N2(x))), "the norms are swapped: norm1 goes before the attention, "
+             "norm2 before the MLP"),
+            (h + F_(N2(x)), "feed the MLP norm2(h), the output of the attention sublayer, not norm2(x)"),
+            (h + F_(N1(h)), "the MLP sublayer has its own norm, norm2: you used norm1 twice"),
+            (x + F_(N2(h)), "the second residual adds h, the output of the attention sublayer, not x"),
+            (h + F_(h), "the second norm is missing: the MLP's input goes through norm2"),
+            (x + A(x) + F_(N2(x + A(x))), "the first norm is missing: the attention's input goes through norm1"),
+            (N2(h + F_(N2(h))), "no norm at the end of a pre-norm block: the final LayerNorm comes once, after "
+             "the last block"),
+            ((lambda g: g + F_(N2(g)))(x + Ao(N1(x))), "apply blk.do (the dropout) to the attention output, before "
+             "the residual sum"),
+            (h + D(F_(N2(h))), "blk.ff ends with its own dropout: blk.do is for the attention output only"),
+            ((lambda g: g + F_(N2(g)))(D(x + Ao(N1(x)))), "blk.do goes on the attention output, inside the residual "
+             "branch, not on the sum"),
+            ((lambda g: g + F_(N2(g)))(x + Ao(D(N1(x)))), "blk.do goes on the attention's output, not on its input"),
+            ((lambda g: g + F_(N2(g)))(x + D(A(N1(x)))), "you applied blk.do twice to the attention output: once")]
+
+def token_freqs(ids, v):
+    "How often each of the `v` token ids occurs in `ids`"
+    return torch.bincount(ids.flatten(), minlength=v).float() / ids.numel()
+
+def call_on_logits(fn, z, *args):
+    "`fn(z, *args)` run by `Runs`; if it raises, say which fixture (a batch of one, one row, 3-D, another dtype) and why that may be"
+    def hint(ex, a):
+        if isinstance(ex, TypeError) and 'positional argument' in str(ex):
+            return (f"your function does not take the {len(a)} arguments the check passes ({str(ex)[:80]}): keep the stub's "
+                    "signature, every argument included")
+        if 'must match the size of tensor' in str(ex) and z.dim() == 2 and z.size(0) > 1:
+            return (f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on logits {tuple(z.shape)}: a value per row "
+                    "(the k-th largest, a row's total) lost its last dim, so it does not broadcast against its row: keep it "
+                    "([..., -1:], keepdim=True or .unsqueeze(-1))")
+        what = (f"a batch of one row {tuple(z.shape)}: a stray .squeeze(), or a size hard-coded?" if z.dim() == 2 and z.size(0) == 1 else
+                f"one row of logits {tuple(z.shape)} (generate passes one position's logits): work on the last dim "
+                "(dim=-1, [..., -1:]) so that any number of leading dims works, none included" if z.dim() == 1 else
+                f"3-D logits {tuple(z.shape)}: work on the last dim (dim=-1, [..., -1:]) so that any leading dims work" if z.dim() > 2 else
+                f"{z.dtype} logits: keep the logits' dtype (fill with float('-inf'), build masks with torch.*_like)" if z.dtype != torch.float32
+                else f"logits of shape {tuple(z.shape)}")
+        return f"your code raised {type(ex).__name__} ({str(ex)[:60]}) on {what}"
+    return Runs(fn, on_error=hint)(z, *args)
+
+def sample_wrongs(z, T, f, tol):
+    "Fail with a hint if the frequencies `f` (b, v) of ids drawn from rows `z` (b, v) at temperature `T` follow a typical wrong distribution"
+    b, v = z.shape
+    p = F.softmax(z / T, -1)
+    near = lambda q: bool((f - q).abs().max() < tol)
+    wrong = [(F.softmax(z * T, -1), "you multiplied the logits by the temperature: divide them, logits / T"),
+             (z.clamp(min=0) / z.clamp(min=0).sum(-1, keepdim=True), "you sampled from the logits: turn them into probabilities with softmax first"),
+             (F.softmax(z, -1), "the temperature has no effect: divide the logits by it before the softmax"),
+             (F.softmax(z / T ** 2, -1), "the temperature is applied twice: divide the logits by it once"),
+             (torch.full((b, v), 1 / v), "every token came out equally often: softmax over the vocabulary (dim=-1)"),
+             ((lambda q: q / q.sum(-1, keepdim=True))(F.softmax(z / T, 0)), "softmax over the vocabulary (dim=-1), not over the batch"),
+             (F.one_hot(z.argmax(-1), v).float(), "you always took the most likely token: draw from the distribution with torch.multinomial"),
+             (p[:1].expand(b, v), "every row was drawn from the first row's distribution: draw one id per row (torch.multinomial(probs, 1))"),
+             (p.sort(-1, descending=True).values, "the ids are positions in the sorted order: map them back to token ids")]
+    for q, hint in wrong:
+        if T == 1 and 'temperature' in hint: continue
+        expect(not near(q), hint)
+    expect(not bool((f.max(-1).values == 1).all()), "every row gave one id in all its draws: draw a fresh random number for each "
+           "row (torch.multinomial(probs, 1) does that), rows are drawn independently")
+    never = (f.sum(0) == 0) & (p.max(0).values > 0.02)        # tokens that should come out but never did
+    if never.any():
+        ids = never.nonzero()[:, 0].tolist()
+        expect(not (ids[-1] == v - 1 and len(ids) == v - ids[0]), f"token ids >= {ids[0]} never came out (v={v}): is the "
+               "vocabulary size hard-coded? Take it from the logits, logits.size(-1)")
+        expect(False, f"token id{'s' if len(ids) > 1 else ''} {ids[:4]} never came out though likely (v={v}): every id of "
+               "the vocabulary can be drawn, with its probability softmax(logits / T)")
+

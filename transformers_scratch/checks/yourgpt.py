@@ -14,8 +14,6 @@ from ..attention import SelfAttention
 from ..block import TransformerBlock
 from ..models import GenerationTransformer
 from ..generate import top_k_filter
-from .block import _prenorm_wrongs, _block_wrongs, _Scale   # lesson 05's pre-norm mistakes
-from .generate import _freqs, _call_on, _sample_wrongs   # lesson 20's sampling helpers
 
 # %% ../../nbs/26_your_gpt.ipynb #185b151e
 #| code-fold: true
@@ -376,7 +374,7 @@ def check_block(cls):
                     expect(same(got, ref_part(x)), hint)
                 expect(isinstance(getattr(m, 'do', None), nn.Module), "keep the dropout on the attention's output as "
                        "self.do = nn.Dropout(config.dropout)")
-                m.do, ref.do = _Scale(), _Scale()                          # where `do` sits now shows in the output
+                m.do, ref.do = DropoutStandIn(), DropoutStandIn()                          # where `do` sits now shows in the output
                 out, want = _run(m, x, 'your block', 'return one tensor, (b, t, e)'), ref(x)
                 expect(c.dropout == 0 or same(out, m(x)), "in eval mode your block's output is random: dropout stays on; "
                        "use nn.Dropout modules (or F.dropout(..., training=self.training)), which eval mode switches off")
@@ -390,7 +388,7 @@ def check_block(cls):
                     expect(not same(out, h + ref.do(ref.ff(ref.norm2(h)))), "do falls on the MLP's output too: do drops the "
                            "attention's output only; ff ends in its own dropout")
                     _expect_eps(m, 'your block')
-                    _block_wrongs(out, _prenorm_wrongs(ref, x, ref.do), _prenorm_wrongs(ref, x, nn.Identity()),
+                    block_wrongs(out, prenorm_wrongs(ref, x, ref.do), prenorm_wrongs(ref, x, nn.Identity()),
                                   f"right for {right} but for x of shape {tuple(x.shape)} the output differs "
                                   "from the pre-norm block: is a size hard-coded?" if (right := passed[0] if passed else _right_on(
                                       _agrees(cls, lambda c: TransformerBlock(c, causal=True), 'Block',
@@ -588,7 +586,7 @@ def check_sample_next(fn):
             z = rand(b, v, seed=v) * 1.5                      # every row different, negative logits too
             Z = z.repeat(n, 1)                                # (n * b, v): row r of z at rows r, r + b, r + 2b, ...
             args = () if T is None else (T,) if k is None else (T, k)
-            try: out = _call_on(fn, Z, *args)
+            try: out = call_on_logits(fn, Z, *args)
             except CheckError as e:
                 if k is None or k < v or 'raised' not in str(e): raise
                 raise CheckError(f"top_k as large as the vocabulary or larger (top_k={k}, v={v}) keeps every token: use "
@@ -600,18 +598,18 @@ def check_sample_next(fn):
             expect(out.device == Z.device, f"return the ids on the logits' device ({Z.device.type}), got {out.device.type}")
             expect(bool(((out >= 0) & (out < v)).all()), f"the ids should be positions in the vocabulary, 0 <= id < v (v={v} here)")
             ids = out.view(n, b)
-            f = torch.stack([_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
+            f = torch.stack([token_freqs(ids[:, r], v) for r in range(b)])     # (b, v)
             zk = z if k is None else top_k_filter(z, k)
             if bool((f - F.softmax(zk / (T or 1.0), -1)).abs().max() < tol): continue
             if k is not None and k < v: _topk_hints(z, T or 1.0, k, f, tol)
-            _sample_wrongs(zk, T or 1.0, f, tol)
+            sample_wrongs(zk, T or 1.0, f, tol)
             expect(False, f"at temperature {T or 1.0} with top_k={k} the samples do not follow softmax(logits / temperature) "
                    f"over the {k or v} largest logits (each token within ± {tol})")
-        out = _call_on(fn, rand(1, 6, seed=1), 0.7)
+        out = call_on_logits(fn, rand(1, 6, seed=1), 0.7)
         expect(isinstance(out, torch.Tensor) and tuple(out.shape) != (), "for a batch of one row the result is (1,): a stray .squeeze()?")
         expect_shape(out, (1,), 'the id sampled from a batch of one row')
         zg = rand(50, 9, seed=6)                                 # two generators with the same seed: the same ids
-        a, b2 = (_call_on(fn, zg, 1.0, 5, torch.Generator().manual_seed(7)) for _ in range(2))
+        a, b2 = (call_on_logits(fn, zg, 1.0, 5, torch.Generator().manual_seed(7)) for _ in range(2))
         expect(isinstance(a, torch.Tensor) and isinstance(b2, torch.Tensor) and torch.equal(a, b2), "two generators with "
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
@@ -679,12 +677,12 @@ def _gen(fn, model, prompt, n, *args):
 
 _Z = torch.tensor([0., 1., 2., 3.])                            # the logits of the sampling fixtures: every draw from softmax(_Z / T)
 
-def _gen_freqs(fn, T, k, n=2000, seed=0):
+def _gentoken_freqs(fn, T, k, n=2000, seed=0):
     "How often each id comes out of `n` draws by `fn` from a model whose logits are always `_Z`, at temperature `T`, top-k `k`"
     out = _gen(fn, _Counter(4, 3, z=_Z), torch.tensor([0]), n, T, k, torch.Generator().manual_seed(seed))
     expect(len(out) == n + 1, f"for a prompt of 1 id and n={n} return {n + 1} ids, got {len(out)}")
     expect(bool(((out >= 0) & (out < 4)).all()), "the new ids should be ids of the vocabulary, 0 <= id < v")
-    return _freqs(out[1:], 4)
+    return token_freqs(out[1:], 4)
 
 @checker(solution='yourgpt.generate')
 def check_generate(fn):
@@ -724,7 +722,7 @@ def check_generate(fn):
            "should always come out: pass temperature on to sample_next")
     tol = 0.045                                                   # 2,000 draws: sd of a frequency <= 0.011, so tol is 4 sd
     for T, k in ((0.5, None), (2.0, None), (1.0, 2)):
-        f = _gen_freqs(fn, T, k)
+        f = _gentoken_freqs(fn, T, k)
         zk = _Z if k is None else top_k_filter(_Z, k)
         near = lambda z: bool((f - F.softmax(z, -1)).abs().max() < tol)
         if near(zk / T): continue
