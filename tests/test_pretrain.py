@@ -80,10 +80,65 @@ def test_load_encoder_equivalence(fast):
 
 @pytest.mark.parametrize('kw,what', [(dict(n_tokens=71), 'n_tokens'), (dict(emb=64), 'emb'), (dict(depth=2), 'depth'),
                                      (dict(seq_len=25), 'seq_len'), (dict(heads=8), 'heads'), (dict(prenorm=False), 'prenorm'),
-                                     (dict(pad_idx=None), 'pad_idx'), (dict(pos='sinusoidal'), 'pos')])
+                                     (dict(pad_idx=None), 'pad_idx'), (dict(pos='sinusoidal'), 'pos'),
+                                     (dict(emb_scale=True), 'emb_scale')])
 def test_load_encoder_mismatch(kw, what):
     mlm = MaskedLMTransformer(cfg())
     with pytest.raises(ValueError, match=what): ClassificationTransformer(cfg(n_classes=2, **kw)).load_encoder(mlm)
+
+def test_an_emb_scale_encoder_is_refused_by_a_classifier_without_it():
+    "The option the hand-kept list missed: an encoder that multiplies its embeddings by √e is another function"
+    mlm = MaskedLMTransformer(cfg(emb_scale=True))
+    with pytest.raises(ValueError, match=r"emb_scale=True \(classifier: False\)") as e:
+        ClassificationTransformer(cfg(n_classes=2)).load_encoder(mlm)
+    assert '\n' not in str(e.value) and str(e.value).startswith('mlm: ')
+    ClassificationTransformer(cfg(n_classes=2, emb_scale=True)).load_encoder(mlm)            # with it: loads
+
+def _other(c, k):
+    "A value of field `k` other than `c`'s that still makes a valid configuration, or None"
+    from dataclasses import fields as dc_fields
+    from transformers_scratch.config import CHOICES, ConfigError
+    v = getattr(c, k)
+    kind = next(f.type for f in dc_fields(c) if f.name == k)
+    if k in CHOICES: tries = [x for x in CHOICES[k] if x != v]
+    elif isinstance(v, bool): tries = [not v]
+    elif isinstance(v, float): tries = [v * 2, v / 2, v + 0.1]
+    elif isinstance(v, int): tries = [v * 2, v + 1, v - 1, 2, 1]
+    else: tries = [2, 1, 4, 8, 64]                                      # None: an optional integer
+    if 'None' in str(kind) and v is not None: tries.append(None)
+    for x in tries:
+        if x == v: continue
+        try: replace(c, **{k: x}); return x
+        except (ConfigError, TypeError): pass
+    return None
+
+BASES = [cfg(), cfg(mlp='swiglu', bias=False, pos='rope')]   # the plain MLP and Llama's: between them every field can change
+
+def test_load_encoder_compares_every_field_of_the_configuration_but_those_that_may_differ():
+    "The compared set is built from fields(ModelConfig), not from a list: a field added later is compared without an edit"
+    from dataclasses import fields as dc_fields
+    from transformers_scratch.models import ENCODER_MAY_DIFFER
+    names = [f.name for f in dc_fields(ModelConfig)]
+    assert set(ENCODER_MAY_DIFFER) < set(names)                         # the allowed differences are real fields
+    for k in names:
+        base = next((b for b in BASES if _other(replace(b, n_classes=2), k) is not None), None)
+        assert base is not None, f"no valid second value of {k} to test it with"
+        mlm, c = MaskedLMTransformer(base), replace(base, n_classes=2)
+        clf = ClassificationTransformer(replace(c, **{k: _other(c, k)}))
+        if k in ENCODER_MAY_DIFFER: assert clf.load_encoder(mlm) is clf, k
+        else:
+            with pytest.raises(ValueError, match=rf"mlm: .*\b{k}="): clf.load_encoder(mlm)
+
+def test_a_field_added_to_the_configuration_later_is_compared():
+    "A ModelConfig with one more field (as a later issue might add): load_encoder compares it, no list edited"
+    from dataclasses import dataclass
+    @dataclass(kw_only=True)
+    class Later(ModelConfig): new_option: int = 0
+    c = Later(**asdict(cfg()))
+    mlm = MaskedLMTransformer(c)
+    ClassificationTransformer(replace(c, n_classes=2)).load_encoder(mlm)
+    with pytest.raises(ValueError, match=r"new_option=0 \(classifier: 1\)"):
+        ClassificationTransformer(replace(c, n_classes=2, new_option=1)).load_encoder(mlm)
 
 def test_no_leakage():
     s = imdb_sample_df()
