@@ -193,16 +193,25 @@ def _pretrain(a):
     from transformers_scratch.pretrain import run_pretrain
     return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
 
+def _classify_recipe(a, base, **overrides):
+    "The run's `Recipe`, made once: `base` (the task's quick or full one) with the flags given; a value it refuses names its flag"
+    from transformers_scratch.config import ConfigError
+    try: return base.replace(**overrides)
+    except ConfigError as e:
+        flag = {**_SIZES, 'epochs': '--epochs', 'pos': '--pos'}.get(e.key)
+        if flag is None: raise
+        raise CLIError(f"tfs {a.cmd}: error: {flag}: {e.why}") from None
+
 def _classify_gpt2(a):
-    given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None]
+    given = [f for f in ('encoder', 'emb', 'heads', 'depth') if getattr(a, f) is not None] + ['pos'] * (a.pos != 'learned')
     if given or a.data == 'ag_news': raise CLIError("tfs classify: error: --gpt2 takes --data imdb_sample or imdb, and not --" + ', --'.join(given or ['data ag_news']))
     from transformers_scratch.gpt2 import GPT2_NAMES
     if a.quick and not (os.path.isdir(a.gpt2) or a.gpt2 in GPT2_NAMES):   # --quick trains a tiny random model: the source is never read
         raise CLIError(f"tfs classify: error: --gpt2 {a.gpt2!r}: no such folder (--quick fine-tunes a tiny random GPT-2 shape and "
                        f"reads no model: give an existing folder or one of {', '.join(GPT2_NAMES)}, or drop --quick)")
-    from transformers_scratch.gpt2_classify import run_gpt2_classify
-    return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, quick=a.quick, epochs=a.epochs, seq_len=a.seq_len,
-                  precision=a.precision, out=a.out)
+    from transformers_scratch.gpt2_classify import run_gpt2_classify, GPT2_CLASSIFY_QUICK, GPT2_CLASSIFY_FULL
+    recipe = _classify_recipe(a, GPT2_CLASSIFY_QUICK if a.quick else GPT2_CLASSIFY_FULL, epochs=a.epochs, seq_len=a.seq_len)
+    return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, recipe=recipe, quick=a.quick, precision=a.precision, out=a.out)
 
 def _classify_encoder(a):
     from transformers_scratch.pretrain import run_finetune
@@ -213,9 +222,10 @@ def _classify_encoder(a):
 def _classify(a):
     if a.gpt2: return _classify_gpt2(a)
     if a.encoder: return _classify_encoder(a)
-    from transformers_scratch.classify import run_classify
-    return _sized(a, run_classify, data=a.data, epochs=a.epochs, emb=a.emb, heads=a.heads, depth=a.depth, seq_len=a.seq_len,
-                  pos=a.pos, quick=a.quick, out=a.out, precision=a.precision)
+    from transformers_scratch.classify import run_classify, CLASSIFY_QUICK, CLASSIFY_FULL
+    recipe = _classify_recipe(a, CLASSIFY_QUICK if a.quick else CLASSIFY_FULL[a.data], emb=a.emb, heads=a.heads, depth=a.depth,
+                              seq_len=a.seq_len, epochs=a.epochs, pos=a.pos)
+    return _sized(a, run_classify, data=a.data, recipe=recipe, quick=a.quick, out=a.out, precision=a.precision)
 
 def _predict(a):
     from transformers_scratch.classify import predict_text
