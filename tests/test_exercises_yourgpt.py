@@ -4,7 +4,7 @@ import pytest
 import torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.positions import PositionEmbedding
-from transformers_scratch.yourgpt import CausalSelfAttention, Block, GPT, sample_next, generate
+from transformers_scratch.yourgpt import CausalSelfAttention, Block, GPT, sample_next, gpt_generate
 from transformers_scratch.checks.yourgpt import (check_causal_self_attention, check_block, check_gpt, check_sample_next,
                                                  check_generate)
 from conftest import stub
@@ -277,7 +277,7 @@ def gen_1d(model, prompt, n, temperature=1.0, top_k=None, generator=None):
     return seq
 
 def test_check_generate():
-    assert_check(check_generate, generate, [
+    assert_check(check_generate, gpt_generate, [
         (stub, 'not solved'), (gen_first, 'last position'), (gen_no_crop, 'longer than'), (gen_first_window, 'the last ones'),
         (gen_new_only, 'not the new ids alone'), (gen_train_mode, 'eval mode'), (gen_grad, 'without gradients'),
         (gen_left_eval, 'leave the model in the mode'), (gen_no_generator, 'same seed'), (gen_no_top_k, 'top_k=1'),
@@ -626,7 +626,7 @@ def gen_always_train(model, prompt, n, temperature=1.0, top_k=None, generator=No
 def gen_batch(model, prompt, n, temperature=1.0, top_k=None, generator=None): return gen_nano(model, prompt, n, temperature, top_k, generator)[None]
 
 def test_generate_issue31_wrongs():
-    assert_check(check_generate, generate, [
+    assert_check(check_generate, gpt_generate, [
         (gen_short, 'one token short'), (gen_long, 'longer than'), (gen_last_token, 'last token only'),
         (gen_no_newest, 'newest token'), (gen_temp_twice, 'applied twice'), (gen_to_cpu, 'device'),
         (gen_always_train, 'leave the model in the mode'), (gen_batch, 'row 0')])
@@ -699,7 +699,7 @@ def test_video_style_mistakes():
     assert_check(check_block, Block, [(blk_video_ffwd, r'\.net'), (blk_video_names, 'sa.*attention|ffwd.*ff|ln1.*norm1')])
     assert_check(check_gpt, GPT, [(gpt_video_names, 'token_embedding_table|lm_head'), (gpt_pos_from_1, r'not 1\.\.t'),
                                   (gpt_flat_logits, r'view\(B\*T, C\)')])
-    assert_check(check_generate, generate, [(gen_video, 'logits alone'), (gen_block_size, 'block_size.*seq_len'),
+    assert_check(check_generate, gpt_generate, [(gen_video, 'logits alone'), (gen_block_size, 'block_size.*seq_len'),
                                             (gen_model_seq_len, 'config.seq_len')])
 
 
@@ -745,13 +745,13 @@ def test_fresh_batch():
     assert_check(check_causal_self_attention, CausalSelfAttention, [(att_sqrt_h, 'not by 1/√h')])
     assert_check(check_block, Block, [(blk_eval_drop, 'in eval mode .* random')])
     assert_check(check_gpt, GPT, [(gpt_eval_drop, 'in eval mode .* random'), (gpt_scaled_emb, 'not scaled')])
-    assert_check(check_generate, generate, [(gen_cropped_prompt, 'whole prompt'), (gen_keepdim, r'logits\[:, -1\], not')])
+    assert_check(check_generate, gpt_generate, [(gen_cropped_prompt, 'whole prompt'), (gen_keepdim, r'logits\[:, -1\], not')])
 
 def gen_greedy_cold(model, prompt, n, temperature=1.0, top_k=None, generator=None):   # argmax below temperature 1
     return _loop(model, prompt, n, 1.0, 1, generator) if temperature < 1 else _loop(model, prompt, n, temperature, top_k, generator)
 
 def test_generate_greedy_when_cold():
-    assert_check(check_generate, generate, [(gen_greedy_cold, 'same id came out every time')])
+    assert_check(check_generate, gpt_generate, [(gen_greedy_cold, 'same id came out every time')])
 
 class att_own_dropout(att_einsum):                                # valid: dropout written by hand, on the weights
     def forward(self, x):
@@ -881,7 +881,7 @@ def gen_grad_off(model, prompt, n, temperature=1.0, top_k=None, generator=None):
     return _loop(model, prompt, n, temperature, top_k, generator)
 
 def test_generate_grad_left_off():
-    try: assert_check(check_generate, generate, [(gen_grad_off, 'switched gradients off|no_grad')])
+    try: assert_check(check_generate, gpt_generate, [(gen_grad_off, 'switched gradients off|no_grad')])
     finally: torch.set_grad_enabled(True)
     assert torch.is_grad_enabled()
 
@@ -899,4 +899,4 @@ def gen_args_swapped(model, prompt, n, temperature=1.0, top_k=None, generator=No
     return _loop(model, prompt, n, top_k, temperature, generator)
 
 def test_generate_args_order():
-    assert_check(check_generate, generate, [(gen_args_swapped, "sample_next's order")])
+    assert_check(check_generate, gpt_generate, [(gen_args_swapped, "sample_next's order")])

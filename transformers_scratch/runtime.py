@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['quick_mode', 'default_device', 'precision_for', 'validate_precision', 'note_at_training', 'set_precision',
-           'memory_bytes', 'human_bytes', 'offline', 'online', 'n_params', 'model_device', 'evaluating']
+           'memory_bytes', 'human_bytes', 'offline', 'online', 'n_params', 'model_device', 'evaluating', 'as_count']
 
 # %% ../nbs/00a_runtime.ipynb #70b5152f
 import os, sys, socket, urllib.parse
@@ -125,3 +125,17 @@ def evaluating(model):
     model.eval()
     try: yield model
     finally: model.train(was)
+
+# %% ../nbs/00a_runtime.ipynb #ascount0
+def as_count(name,   # the parameter, named in the error
+             v,      # what was given
+             lo=1,   # the least allowed
+            ):
+    "`v` as an `int` >= `lo` (an int, or an integer tensor or numpy scalar; not a bool, not a float); errors name the parameter"
+    import operator
+    if isinstance(v, bool): raise TypeError(f"{name}: expected an integer, got bool")
+    try: v = operator.index(v)
+    except TypeError: raise TypeError(f"{name}: expected an integer, got {type(v).__name__}") from None
+    if v < lo: raise ValueError(f"{name}: expected an integer >= {lo}, got {v}")
+    return v
+

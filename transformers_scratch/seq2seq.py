@@ -14,7 +14,8 @@ from .masks import masked_softmax
 from .attention import SelfAttention, split_heads, merge_heads
 from .block import TransformerBlock
 from .models import Trunk, validate_tokens, init_weights
-from .generate import KVCache, _integer
+from .generate import KVCache
+from .runtime import as_count
 from .runtime import evaluating, model_device
 
 # %% ../nbs/30_seq2seq.ipynb #8893edd9
@@ -200,11 +201,6 @@ def translate_batch(model,            # a `Seq2SeqTransformer` (`encode`, `decod
     return [_strip(y[1:], eos_idx) for y in ys]
 
 # %% ../nbs/30_seq2seq.ipynb #450c02ad
-def _count(name, v):
-    "`v` as an integer >= 1; errors name the parameter"
-    if _integer(name, v) < 1: raise ValueError(f"{name}: expected an integer >= 1, got {v}")
-    return int(v)
-
 def translate(model,          # a trained `Seq2SeqTransformer`
               src,            # 1-D LongTensor: the source sentence's ids
               max_len=50,     # at most this many target ids (and at most the model's `config.seq_len`)
@@ -213,7 +209,7 @@ def translate(model,          # a trained `Seq2SeqTransformer`
               cache=True,     # reuse the decoder's keys and values; the ids are the same either way
              ):
     "1-D LongTensor: the target ids for source sentence `src`, without BOS and EOS"
-    beam, max_len = _count('beam', beam), _count('max_len', max_len)
+    beam, max_len = as_count('beam', beam), as_count('max_len', max_len)
     if not isinstance(src, torch.Tensor): raise TypeError(f"src: expected a 1-D LongTensor of token ids, got {type(src).__name__}")
     if src.dim() != 1: raise ValueError(f"src: expected one sentence, a 1-D tensor of ids, got shape {tuple(src.shape)}")
     validate_tokens(src[None], model.config.seq_len, name='src')

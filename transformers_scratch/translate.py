@@ -24,11 +24,11 @@ from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_checkpoint
 from .config import ModelConfig, config_from_dict
-from .runtime import default_device, set_precision, evaluating, model_device, n_params
+from .runtime import default_device, set_precision, evaluating, model_device, n_params, as_count
 from .training import start_run
 from .data import multi30k_pairs
 from .models import attention_maps
-from .seq2seq import Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch, _count
+from .seq2seq import Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch
 
 # %% ../nbs/31_translate.ipynb #ae454997
 LANGS = ('en', 'de', 'fr')
@@ -195,7 +195,7 @@ class Translator:
         "The translation of the sentence `text`"
         if not isinstance(text, str): raise TypeError(f"text: expected a string, got {type(text).__name__}")
         if not text.strip(): raise ValueError("text: the sentence to translate is empty")
-        if _count('beam', beam) > len(self.tgt_vocab): raise ValueError(f"beam: at most the target vocabulary's {len(self.tgt_vocab)} tokens, got {beam}")
+        if as_count('beam', beam) > len(self.tgt_vocab): raise ValueError(f"beam: at most the target vocabulary's {len(self.tgt_vocab)} tokens, got {beam}")
         return translate_sentences(self.model.float(), self.src_vocab, self.tgt_vocab, [text], beam, max_len=max_len)[0]
 
 def translate_text(learn, text, beam=1):
@@ -259,7 +259,7 @@ def translate_config(quick, **overrides):
         if k not in cfg: raise ValueError(f"{k}: not a setting of the configuration; expected one of {sorted(cfg)}")
         if v is not None: cfg[k] = v
     ModelConfig(**{f.name: cfg[f.name] for f in fields(ModelConfig) if f.name in cfg})   # sizes and options: raises ConfigError
-    for k in ('epochs', 'bs', 'beam'): _count(k, cfg[k])
+    for k in ('epochs', 'bs', 'beam'): as_count(k, cfg[k])
     return cfg
 
 # %% ../nbs/31_translate.ipynb #6f837903

@@ -684,7 +684,7 @@ def _gentoken_freqs(fn, T, k, n=2000, seed=0):
     expect(bool(((out >= 0) & (out < 4)).all()), "the new ids should be ids of the vocabulary, 0 <= id < v")
     return token_freqs(out[1:], 4)
 
-@checker(solution='yourgpt.generate')
+@checker(solution='yourgpt.gpt_generate')
 def check_generate(fn):
     "Check `fn(model, prompt, n, temperature, top_k, generator)`: the prompt then `n` ids, each from the last position's logits over the last seq_len tokens"
     for v, L, p, n in ((7, 5, [3], 6), (11, 4, [2, 5, 1, 8, 3, 4], 7), (9, 3, [4, 1], 5), (5, 6, [4, 1], 0)):
