@@ -12,7 +12,7 @@ Offline, set TFS_DATA to the data folder first.
 """
 import argparse, json, statistics, tempfile, time
 from pathlib import Path
-from transformers_scratch.pretrain import run_pretrain, run_finetune
+from transformers_scratch.pretrain import run_pretrain, run_finetune, PRETRAIN_QUICK, PRETRAIN_FULL, FINETUNE_QUICK, FINETUNE_FULL
 from imdb import hardware          # benchmarks/imdb.py: the machine in words
 
 def spread(xs): return statistics.stdev(xs) if len(xs) > 1 else 0.
@@ -27,14 +27,16 @@ def main():
     data = 'imdb_sample' if a.quick else 'imdb'
     start = time.perf_counter()
     enc = Path(tempfile.mkdtemp())/'encoder.pt'
-    pre = run_pretrain(data, quick=a.quick, epochs=a.pretrain_epochs, out=enc, show=False)
+    pretrain = (PRETRAIN_QUICK if a.quick else PRETRAIN_FULL).replace(epochs=a.pretrain_epochs)   # the lesson's recipes, as `tfs` runs them
+    finetune = (FINETUNE_QUICK if a.quick else FINETUNE_FULL).replace(epochs=a.finetune_epochs)
+    pre = run_pretrain(data, recipe=pretrain, quick=a.quick, out=enc, show=False)
     print(f"pretraining on {pre['texts']} {data} training reviews ({pre['train_tokens']} tokens, vocab {pre['vocab']}): "
           f"masked accuracy {pre['masked_accuracy']:.3f} vs frequency baseline {pre['frequency_baseline']:.3f}, mask-fill accuracy {pre['mask_fill_accuracy']:.3f} vs {pre['mask_fill_baseline']:.3f} "
           f"('{pre['frequent_token']}'), by epoch {pre['masked_accuracy_by_epoch']}, {pre['seconds_per_epoch']} s/epoch")
     rows = []
     for seed in range(a.seeds):
-        ft = run_finetune(enc, data, quick=a.quick, epochs=a.finetune_epochs, seed=seed, show=False)
-        sc = run_finetune(None, data, quick=a.quick, epochs=a.finetune_epochs, seed=seed, show=False, vocab_from=enc)
+        ft = run_finetune(enc, data, recipe=finetune, quick=a.quick, seed=seed, show=False)
+        sc = run_finetune(None, data, recipe=finetune, quick=a.quick, seed=seed, show=False, vocab_from=enc)
         rows.append((seed, ft['accuracy'], sc['accuracy'], ft['seconds'], sc['seconds']))
     print("\n| seed | pretrained + fine-tuned | from scratch | gain |\n|---|---|---|---|")
     for s, f, c, *_ in rows: print(f"| {s} | {f:.4f} | {c:.4f} | {f - c:+.4f} |")

@@ -5,6 +5,7 @@ import pytest, torch
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.mlm import mask_tokens, MaskedLMTransformer
 from transformers_scratch.models import ClassificationTransformer
+from transformers_scratch.checkpoints import CheckpointError
 from transformers_scratch.pretrain import pretrain_texts, load_encoder_file, _FORMAT
 from transformers_scratch.data import imdb_sample_df, imdb_df
 
@@ -177,37 +178,52 @@ def test_load_encoder_file_incompatible(tmp_path):
     ck, back = load_encoder_file(tmp_path/'good.pt')
     assert back.config == small and ck['config'] == asdict(small)                          # the configuration, whole
     for name, ck, why in [
-            ('wider', dict(good, config=asdict(replace(small, emb=32))), 'does not match'),
+            ('wider', dict(good, config=asdict(replace(small, emb=32))), r'damaged: weights: .*size mismatch'),
             ('vocab', dict(good, vocab=good['vocab'][:-1]), 'damaged: config n_tokens is 20 and its vocabulary has 19 words'),
             ('unknown', dict(good, config=dict(good['config'], tie=True)), r"damaged: config has unknown keys \['tie'\]"),
             ('heads', dict(good, config=dict(good['config'], heads=3)), 'damaged: config heads: 3 does not divide emb=16'),
             ('huge', dict(good, config=dict(good['config'], emb=2**16, depth=1024)), 'damaged: config emb: .*memory'),
             ('old', dict(good, format='transformers_scratch.pretrain/1'), 'is not an encoder saved by `tfs pretrain`$')]:
         torch.save(ck, tmp_path/f'{name}.pt')
-        with pytest.raises(ValueError, match=why): load_encoder_file(tmp_path/f'{name}.pt')
+        with pytest.raises(CheckpointError, match=why) as e: load_encoder_file(tmp_path/f'{name}.pt')
+        assert '\n' not in str(e.value) and str(e.value).startswith(f"encoder: '{tmp_path/name}.pt' is not an encoder saved by")
 
 def test_finetune_learner_takes_the_encoders_config():
-    from transformers_scratch.pretrain import finetune_learner
+    from transformers_scratch.pretrain import finetune_learner, finetune_config, FINETUNE_QUICK
+    from transformers_scratch.config import ConfigError, TrainConfig
     from fastai.data.core import DataLoaders
     from fastai.data.load import DataLoader
     mlm = MaskedLMTransformer(cfg())
     x, y = torch.randint(2, 70, (8, 24)), torch.randint(0, 2, (8,))
     dl = DataLoader(list(zip(x, y)), bs=4)
     dls = DataLoaders(dl, dl, device='cpu')
-    dls.vocab, dls.c = (['w'] * 70, ['neg', 'pos']), 2
-    learn = finetune_learner(dls, mlm.config, mlm, dropout=0.2)
+    dls.vocab, dls.c = (['xxunk', 'xxpad'] + ['w'] * 68, ['neg', 'pos']), 2
+    r = FINETUNE_QUICK.replace(dropout=0.2, pool='max', wd=0.3)
+    learn = finetune_learner(dls, finetune_config(mlm.config, r.model), r.train, mlm)
     c = learn.model.config
-    assert c == replace(mlm.config, n_classes=2, dropout=0.2, tied=False)
+    assert c == replace(mlm.config, n_classes=2, dropout=0.2, pool='max', tied=False, fast=True)   # the data's classes, the recipe's own
+    assert learn.wd == 0.3 and learn.lr == r.train.lr
     assert torch.equal(learn.model.trunk.token_emb.weight, mlm.trunk.token_emb.weight)
-    dls.vocab = (['w'] * 71, ['neg', 'pos'])
-    with pytest.raises(ValueError, match="encoder's vocabulary"): finetune_learner(dls, mlm.config, mlm)
+    for k, v in (('emb', 64), ('depth', 1), ('emb_scale', True)):              # a size comes from the encoder: a recipe setting one is refused
+        with pytest.raises(ConfigError, match=rf"^{k}: comes from the encoder"): finetune_config(mlm.config, FINETUNE_QUICK.replace(**{k: v}).model)
+    with pytest.raises(TypeError, match='^train: expected a TrainConfig'): finetune_learner(dls, c, dict(lr=1e-3), mlm)
+    with pytest.raises(TypeError, match='^config: expected a ModelConfig'): finetune_learner(dls, {}, TrainConfig(), mlm)
+    dls.vocab = (['xxunk', 'xxpad'] + ['w'] * 69, ['neg', 'pos'])
+    with pytest.raises(ValueError, match="encoder's vocabulary"): finetune_learner(dls, c, r.train, mlm)
+
+def test_mlm_learner_fills_what_the_data_decides():
+    from transformers_scratch.pretrain import mlm_learner, mlm_dls, PRETRAIN_QUICK
+    texts = [' '.join(['the movie was good and the plot was bad'] * 8)] * 30
+    dls = mlm_dls(texts, seq_len=16, bs=4, max_vocab=100, p=0.3, device='cpu')
+    r = PRETRAIN_QUICK.replace(emb=32, seq_len=16, wd=0.05)
+    learn = mlm_learner(dls, r.model, r.train)
+    assert learn.model.config == replace(r.model, n_tokens=len(dls.vocab), pad_idx=1) and learn.wd == 0.05
+    assert learn.model.toprobs.weight is learn.model.trunk.token_emb.weight                  # the recipe's tied head
 
 def test_cli_pretrain_then_classify_round_trip(tmp_path, monkeypatch):
     "A tiny budget: the real quick configuration runs in tutorial 42 and benchmarks/pretrain.py"
     from transformers_scratch import pretrain as P
-    monkeypatch.setitem(P.PRETRAIN_QUICK, 'max_texts', 60)
-    monkeypatch.setitem(P.PRETRAIN_QUICK, 'emb', 32)
-    monkeypatch.setitem(P.PRETRAIN_QUICK, 'seq_len', 64)
+    monkeypatch.setattr(P, 'PRETRAIN_QUICK', P.PRETRAIN_QUICK.replace(max_train=60, emb=32, seq_len=64))   # the CLI reads it when it runs
     from transformers_scratch.cli import main
     import io, contextlib
     out = io.StringIO()

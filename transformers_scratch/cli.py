@@ -190,8 +190,9 @@ def _handout(a):
     return {'handout': str(a.dest), 'notebooks': len(ps)}
 
 def _pretrain(a):
-    from transformers_scratch.pretrain import run_pretrain
-    return run_pretrain(data=a.data, score_on=a.score_on, quick=a.quick, epochs=a.epochs, out=a.out, seed=a.seed)
+    from transformers_scratch.pretrain import run_pretrain, PRETRAIN_QUICK, PRETRAIN_FULL
+    recipe = _classify_recipe(a, PRETRAIN_QUICK if a.quick else PRETRAIN_FULL, epochs=a.epochs)   # made once, here
+    return run_pretrain(data=a.data, score_on=a.score_on, recipe=recipe, quick=a.quick, out=a.out, seed=a.seed)
 
 def _classify_recipe(a, base, **overrides):
     "The run's `Recipe`, made once: `base` (the task's quick or full one) with the flags given; a value it refuses names its flag"
@@ -214,10 +215,12 @@ def _classify_gpt2(a):
     return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, recipe=recipe, quick=a.quick, precision=a.precision, out=a.out)
 
 def _classify_encoder(a):
-    from transformers_scratch.pretrain import run_finetune
-    if a.data == 'ag_news' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
-        raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder and --data must be imdb_sample or imdb")
-    return run_finetune(a.encoder, data=a.data, quick=a.quick, epochs=a.epochs, out=a.out, precision=a.precision)
+    from transformers_scratch.pretrain import run_finetune, FINETUNE_QUICK, FINETUNE_FULL
+    if a.data == 'ag_news' or a.pos != 'learned' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
+        raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder (no --emb, --heads, --depth, --seq-len "
+                       "or --pos) and --data must be imdb_sample or imdb")
+    recipe = _classify_recipe(a, FINETUNE_QUICK if a.quick else FINETUNE_FULL, epochs=a.epochs)   # the sizes: the encoder's
+    return run_finetune(a.encoder, data=a.data, recipe=recipe, quick=a.quick, out=a.out, precision=a.precision)
 
 def _classify(a):
     if a.gpt2: return _classify_gpt2(a)

@@ -5,13 +5,13 @@
 # %% auto #0
 __all__ = ['SPECIALS', 'PRETRAIN_QUICK', 'PRETRAIN_FULL', 'FINETUNE_QUICK', 'FINETUNE_FULL', 'pretrain_texts', 'tokenize_texts',
            'mlm_vocab', 'numericalize', 'MaskedLMDataLoader', 'mlm_dls', 'mlm_loss', 'MaskedAccuracy', 'freq_baseline',
-           'mlm_learner', 'save_encoder', 'load_encoder_file', 'finetune_dls', 'finetune_learner', 'run_pretrain',
-           'run_finetune']
+           'mlm_learner', 'save_encoder', 'load_encoder_file', 'finetune_dls', 'finetune_config', 'finetune_learner',
+           'run_pretrain', 'run_finetune']
 
-# %% ../nbs/41_pretrain.ipynb #9d8dda12
+# %% ../nbs/41_pretrain.ipynb #f7b654bf
 import time, random
-from dataclasses import asdict, replace
-from functools import partial, lru_cache
+from dataclasses import asdict, fields, replace
+from functools import lru_cache
 from pathlib import Path
 import pandas as pd, torch, torch.nn.functional as F
 from fastai.data.core import DataLoaders
@@ -21,20 +21,19 @@ from fastai.text.data import make_vocab
 from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import Metric, accuracy
-from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
 from fastai.callback.schedule import *          # fit_one_cycle
-from .checkpoints import save_checkpoint, load_checkpoint
-from .config import ModelConfig, config_from_dict
+from .checkpoints import save_checkpoint, load_model
+from .config import ModelConfig, TrainConfig, Recipe, ConfigError
 from .runtime import default_device, set_precision
-from .training import start_run
+from .training import CompileModel, start_run
 from .data import imdb_sample_df, imdb_df
-from .models import ClassificationTransformer
+from .models import ClassificationTransformer, ENCODER_MAY_DIFFER
 from .mlm import mask_tokens, MaskedLMTransformer
 from .textdata import text_dls
 from .classify import save_classifier
 
-# %% ../nbs/41_pretrain.ipynb #81a8ec92
+# %% ../nbs/41_pretrain.ipynb #71cb0c34
 def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_sample' or 'imdb'
                    score_on='imdb_sample',   # the labelled set the classifier will be scored on: 'imdb_sample' or 'imdb'
                    max_texts=None,           # keep at most this many (a random sample with `seed`)
@@ -55,7 +54,7 @@ def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_
     if max_texts is not None and len(texts) > max_texts: texts = texts.sample(max_texts, random_state=seed)
     return list(texts)
 
-# %% ../nbs/41_pretrain.ipynb #a0427bac
+# %% ../nbs/41_pretrain.ipynb #58d77df9
 SPECIALS = ('xxunk', 'xxpad', 'xxbos', 'xxeos', 'xxfld', 'xxfake', 'xxmask')
 
 def tokenize_texts(texts, n_workers=2):
@@ -78,7 +77,7 @@ def numericalize(toks, vocab):
     o2i = {w: i for i, w in enumerate(vocab)}
     return torch.tensor([o2i.get(w, 0) for ts in toks for w in ts], dtype=torch.long)
 
-# %% ../nbs/41_pretrain.ipynb #ec6cb09f
+# %% ../nbs/41_pretrain.ipynb #23ff924a
 # @title Solution: MaskedLMDataLoader
 class MaskedLMDataLoader(DataLoader):
     "Windows of ids, masked per batch by `mask_tokens`: batches `(inputs, where, targets)`; `fixed` masks once, for validation"
@@ -98,7 +97,7 @@ class MaskedLMDataLoader(DataLoader):
         else: inp, tgt = mask_tokens(x, self.mask_idx, self.n_tokens, 1, self.special_ids, self.p, self.g)
         return inp, tgt != -100, tgt
 
-# %% ../nbs/41_pretrain.ipynb #eb85c53e
+# %% ../nbs/41_pretrain.ipynb #b6a2f91a
 def _windows(ids, t):
     n = len(ids) // t
     return ids[:n * t].view(n, t)
@@ -106,6 +105,7 @@ def _windows(ids, t):
 def mlm_dls(texts,               # the pretraining texts
             seq_len=128, bs=32,
             max_vocab=3000,      # a small vocabulary learns faster
+            min_freq=3,          # a word kept in the vocabulary occurs at least this often
             p=0.15,              # masking rate
             valid_pct=0.05,      # share of the texts held out to validate the MLM
             seed=0, device=None, vocab=None):
@@ -114,7 +114,7 @@ def mlm_dls(texts,               # the pretraining texts
     texts = list(texts)
     if len(texts) < 2: raise ValueError(f"texts: need at least 2 texts, got {len(texts)}")
     toks, counts = _tokenize_cached(tuple(texts))
-    if vocab is None: vocab = mlm_vocab(counts, max_vocab)
+    if vocab is None: vocab = mlm_vocab(counts, max_vocab, min_freq)
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(toks), generator=g).tolist()
     n_val = max(1, int(len(toks) * valid_pct))
@@ -130,7 +130,7 @@ def mlm_dls(texts,               # the pretraining texts
     dls.vocab, dls.mask_idx, dls.special_ids, dls.p, dls.train_ids = vocab, mask_idx, special, p, trn
     return dls
 
-# %% ../nbs/41_pretrain.ipynb #7310deb5
+# %% ../nbs/41_pretrain.ipynb #a126e5e3
 def mlm_loss(pred, targets):
     "Cross-entropy of the logits `pred` (n, v) at the selected positions against `targets` (b, t) (-100 elsewhere)"
     return F.cross_entropy(pred.float(), targets[targets != -100])
@@ -161,90 +161,115 @@ def freq_baseline(dls, at_mask=False):
     ys = torch.cat([b[2][m].cpu() for b, m in zip(dls.valid, sel)])
     return float((ys == top).float().mean()), dls.vocab[top]
 
-# %% ../nbs/41_pretrain.ipynb #2f360e90
-def mlm_learner(dls, emb=64, heads=4, depth=2, seq_len=128, dropout=0.,
-                wd=0.01,       # decoupled weight decay
-                clip=1.0,      # gradient norm clipping
-                precision='auto'):
-    "A fastai `Learner` pretraining a pre-norm, tied-embedding `MaskedLMTransformer` on masked-LM `dls`"
-    config = ModelConfig(emb=emb, heads=heads, depth=depth, seq_len=seq_len, n_tokens=len(dls.vocab), pad_idx=1,
-                         dropout=dropout, fast=True, tied=True)
-    learn = Learner(dls, MaskedLMTransformer(config), loss_func=mlm_loss, opt_func=partial(Adam, wd=wd), cbs=GradientClip(clip),
+# %% ../nbs/41_pretrain.ipynb #f83e6a6a
+def _recipe_parts(config, train):
+    if not isinstance(config, ModelConfig): raise TypeError(f"config: expected a ModelConfig, got {type(config).__name__}")
+    if not isinstance(train, TrainConfig): raise TypeError(f"train: expected a TrainConfig, got {type(train).__name__}")
+
+def mlm_learner(dls,                # masked-LM `DataLoaders` (`mlm_dls`)
+                config,             # a `ModelConfig` (`PRETRAIN_QUICK.model`...); BERT's choices: `tied=True`, pre-norm
+                train,              # a `TrainConfig`: the learner keeps its lr and wd, and compiles the model if `compile`
+                clip=1.0,           # gradient norm clipping
+                precision='auto'):  # as `classifier_learner`'s
+    """A fastai `Learner` pretraining a `MaskedLMTransformer` of `config` on masked-LM `dls`; the fields the data decides
+    (`n_tokens`, `pad_idx`) are filled from `dls.vocab` with `dataclasses.replace` (the result: `learn.model.config`)"""
+    _recipe_parts(config, train)
+    config = replace(config, n_tokens=len(dls.vocab), pad_idx=dls.vocab.index('xxpad'))
+    learn = Learner(dls, MaskedLMTransformer(config), loss_func=mlm_loss, lr=train.lr, wd=train.wd, cbs=GradientClip(clip),
                     metrics=[MaskedAccuracy(), MaskedAccuracy(at_mask=True)])
+    if train.compile: learn.add_cb(CompileModel())
     return set_precision(learn, precision)
 
-# %% ../nbs/41_pretrain.ipynb #b46e1846
+# %% ../nbs/41_pretrain.ipynb #694082c7
 _FORMAT = 'transformers_scratch.pretrain/2'   # 2: the whole `ModelConfig` as plain data
+_WHAT = 'an encoder saved by `tfs pretrain`'
 
 def save_encoder(learn, path, **info):
     "Save the MLM of `learn`, its configuration (`asdict(model.config)`) and its vocabulary to `path`"
     m = learn.model
     return save_checkpoint(path, _FORMAT, m, config=asdict(m.config), vocab=list(learn.dls.vocab), **info)
 
+def _vocab_fits(ck, c):
+    "Why the file's vocabulary and its configuration disagree, or None"
+    if len(ck['vocab']) != c.n_tokens: return f"config n_tokens is {c.n_tokens:,} and its vocabulary has {len(ck['vocab']):,} words"
+
 def load_encoder_file(path):
-    "The checkpoint saved by `save_encoder` (a dict) and its `MaskedLMTransformer`; one-line errors for missing or foreign files"
-    p, expected = Path(path), 'an encoder saved by `tfs pretrain`'
-    ck = load_checkpoint(p, _FORMAT, 'encoder', expected, hint=f"make one with `tfs pretrain --out {p}`", keys=('config', 'vocab'))
-    c = config_from_dict(ck['config'], p, 'encoder', expected)
-    if c.n_tokens != len(ck['vocab']):
-        raise ValueError(f"encoder: {str(p)!r} is not {expected} (damaged: config n_tokens is {c.n_tokens:,} and its "
-                         f"vocabulary has {len(ck['vocab']):,} words)")
-    mlm = MaskedLMTransformer(c)
-    try: mlm.load_state_dict(ck['state_dict'])
-    except RuntimeError as e: raise ValueError(f"encoder: {str(p)!r} does not match its configuration ({str(e).splitlines()[0]})") from None
+    "`(ck, mlm)`: the checkpoint `save_encoder` wrote (a dict: vocabulary, configuration...) and its `MaskedLMTransformer` on the CPU in eval mode; a file that is not one: one `CheckpointError`"
+    p = Path(path)
+    mlm, ck = load_model(p, _FORMAT, MaskedLMTransformer, 'encoder', _WHAT, hint=f"make one with `tfs pretrain --out {p}`",
+                         keys=('vocab',), check=_vocab_fits)
     return ck, mlm
 
-# %% ../nbs/41_pretrain.ipynb #6f407242
+# %% ../nbs/41_pretrain.ipynb #5437c69e
 def finetune_dls(df, vocab, seq_len=128, bs=32, keep='end', seed=0, device=None):
     "Classification `DataLoaders` made by `text_dls`, numbered with an existing `vocab` (the encoder's)"
     return text_dls(df, seq_len, bs, keep=keep, seed=seed, device=device, vocab=vocab)
 
-def finetune_learner(dls,
-                     config,        # the encoder's `ModelConfig` (`mlm.config`)
-                     mlm=None,      # the pretrained `MaskedLMTransformer` whose trunk is copied in; None: from scratch
-                     dropout=0.1, precision='auto'):
-    "A `Learner` for a `ClassificationTransformer` of the encoder's configuration (with `dls`' classes), its trunk loaded from `mlm` if given"
-    if len(dls.vocab[0]) != config.n_tokens:
-        raise ValueError(f"dls: numbered with {len(dls.vocab[0]):,} words, and the encoder reads {config.n_tokens:,}: "
+def finetune_config(encoder,   # the encoder's `ModelConfig` (`mlm.config`)
+                    model,     # a fine-tuning recipe's model half (`FINETUNE_QUICK.model`): what a classifier sets for itself
+                   ):
+    "The classifier's `ModelConfig`: the encoder's, with the fields of `models.ENCODER_MAY_DIFFER` (classes, pooling, dropout...) from `model`"
+    default = ModelConfig()
+    own = [f.name for f in fields(model) if f.name not in ENCODER_MAY_DIFFER and getattr(model, f.name) != getattr(default, f.name)]
+    if own: raise ConfigError(own[0], f"comes from the encoder: a fine-tuning recipe sets only {', '.join(ENCODER_MAY_DIFFER)}")
+    return replace(encoder, **{k: getattr(model, k) for k in ENCODER_MAY_DIFFER})
+
+def finetune_learner(dls,             # classification `DataLoaders` numbered with the encoder's vocabulary (`finetune_dls`)
+                     config,          # the classifier's `ModelConfig`: the encoder's with the classifier's own choices (`finetune_config`)
+                     train,           # a `TrainConfig`: the learner keeps its lr and wd, and compiles the model if `compile`
+                     mlm=None,        # the pretrained `MaskedLMTransformer` whose trunk is copied in; None: from scratch
+                     precision='auto'):
+    """A `Learner` for a `ClassificationTransformer` of `config`, its trunk copied from `mlm` if given (`load_encoder`); the
+    fields the data decides (`n_tokens`, `n_classes`, `pad_idx`) are filled from `dls` with `dataclasses.replace`"""
+    _recipe_parts(config, train)
+    vocab = dls.vocab[0]
+    if mlm is not None and len(vocab) != mlm.config.n_tokens:
+        raise ValueError(f"dls: numbered with {len(vocab):,} words, and the encoder reads {mlm.config.n_tokens:,}: "
                          "number the texts with the encoder's vocabulary (`finetune_dls`)")
-    model = ClassificationTransformer(replace(config, n_classes=dls.c, dropout=float(dropout), tied=False))   # no LM head
+    model = ClassificationTransformer(replace(config, n_tokens=len(vocab), n_classes=dls.c, pad_idx=vocab.index('xxpad')))
     if mlm is not None: model.load_encoder(mlm)
-    learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy)
+    learn = Learner(dls, model, loss_func=CrossEntropyLossFlat(), metrics=accuracy, lr=train.lr, wd=train.wd)
+    if train.compile: learn.add_cb(CompileModel())
     return set_precision(learn, precision)
 
-# %% ../nbs/41_pretrain.ipynb #0cadc26c
-PRETRAIN_QUICK = dict(emb=64, heads=4, depth=1, seq_len=128, dropout=0., bs=16, max_vocab=1000, p=0.3, epochs=20,
-                      lr=3e-3, max_texts=None, short_len=32, short_frac=0.6)
-PRETRAIN_FULL = dict(emb=256, heads=8, depth=4, seq_len=512, dropout=0.1, bs=64, max_vocab=30000, p=0.15, epochs=8,
-                     lr=1e-3, max_texts=None, short_len=128, short_frac=0.5)
-FINETUNE_QUICK = dict(epochs=8, lr=1e-2, wd=0.5, dropout=0.1, bs=32)
-FINETUNE_FULL = dict(epochs=4, lr=3e-4, wd=0.1, dropout=0.1, bs=64)
+# %% ../nbs/41_pretrain.ipynb #c142df7d
+PRETRAIN_QUICK = Recipe(ModelConfig(emb=64, heads=4, depth=1, seq_len=128, fast=True, tied=True),
+                        TrainConfig(epochs=20, bs=16, lr=3e-3, max_vocab=1000, min_freq=3, mask_p=0.3, short_len=32, short_frac=0.6,
+                                    valid_pct=0.05))
+PRETRAIN_FULL = Recipe(ModelConfig(emb=256, heads=8, depth=4, seq_len=512, dropout=0.1, fast=True, tied=True),
+                       TrainConfig(epochs=8, bs=64, lr=1e-3, max_vocab=30000, min_freq=3, mask_p=0.15, short_len=128, short_frac=0.5,
+                                   valid_pct=0.05))
+FINETUNE_QUICK = Recipe(ModelConfig(dropout=0.1, fast=True), TrainConfig(epochs=8, bs=32, lr=1e-2, wd=0.5))   # the sizes: the encoder's
+FINETUNE_FULL = Recipe(ModelConfig(dropout=0.1, fast=True), TrainConfig(epochs=4, bs=64, lr=3e-4, wd=0.1))
 
-# %% ../nbs/41_pretrain.ipynb #e53ee791
+# %% ../nbs/41_pretrain.ipynb #b728c303
 def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or 'imdb' (training reviews only)
                  score_on=None,            # the labelled set to be scored on later (default: `data`)
-                 quick=False, epochs=None, out=None, seed=0, show=True, **kw):
-    "Pretrain a masked-LM encoder on review text, save it with its vocabulary, return the results as a dict"
-    cfg = dict(PRETRAIN_QUICK if quick else PRETRAIN_FULL, **kw)
-    if epochs is not None: cfg['epochs'] = epochs
-    if cfg['epochs'] < 1: raise ValueError(f"epochs: expected a positive number of epochs, got {cfg['epochs']}")
+                 recipe=None,              # a `Recipe` (None: `PRETRAIN_QUICK` with `quick`, else `PRETRAIN_FULL`)
+                 quick=False,              # the quick CPU recipe by default, and no note that the full one is meant for a GPU
+                 out=None, seed=0, show=True):
+    "Pretrain a masked-LM encoder on review text by `recipe`, save it with its vocabulary, return the results as a dict"
+    r = recipe if recipe is not None else PRETRAIN_QUICK if quick else PRETRAIN_FULL
+    if not isinstance(r, Recipe): raise TypeError(f"recipe: expected a Recipe, got {type(r).__name__}")
+    c, t = r.model, r.train
     run = start_run(quick, out or f'models/pretrain-{data}.pt', seed)   # `out` checked before the work; device; seed
     out = run.out.absolute()
-    texts = pretrain_texts(data, score_on or data, cfg['max_texts'], seed)
-    dls = mlm_dls(texts, cfg['seq_len'], cfg['bs'], cfg['max_vocab'], cfg['p'], seed=seed, device=run.device)
-    short = cfg.get('short_len') or cfg['seq_len']
-    n_short = min(int(cfg['epochs'] * cfg.get('short_frac', 0)), cfg['epochs'] - 1) if short < cfg['seq_len'] else 0
-    stages = [(dls, cfg['epochs'] - n_short)]
+    texts = pretrain_texts(data, score_on or data, t.max_train, seed)
+    data_args = dict(max_vocab=t.max_vocab, min_freq=t.min_freq, p=t.mask_p, valid_pct=t.valid_pct, seed=seed, device=run.device)
+    dls = mlm_dls(texts, seq_len=c.seq_len, bs=t.bs, **data_args)
+    short = t.short_len or c.seq_len
+    n_short = min(int(t.epochs * t.short_frac), t.epochs - 1) if short < c.seq_len else 0
+    stages = [(dls, t.epochs - n_short)]
     if n_short:                               # first the same text cut into short windows, as many tokens a batch
-        sdls = mlm_dls(texts, short, cfg['bs'] * cfg['seq_len'] // short, p=cfg['p'], seed=seed, device=run.device, vocab=dls.vocab)
+        sdls = mlm_dls(texts, seq_len=short, bs=t.bs * c.seq_len // short, vocab=dls.vocab, **data_args)
         stages.insert(0, (sdls, n_short))
-    learn = mlm_learner(dls, cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['dropout'])
+    learn = mlm_learner(dls, c, t)
     t0, values = time.perf_counter(), []
     for d, n in stages:
         learn.dls = d
-        if show: learn.fit_one_cycle(n, cfg['lr'], pct_start=0.1)
+        if show: learn.fit_one_cycle(n, t.lr, pct_start=0.1)
         else:
-            with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(n, cfg['lr'], pct_start=0.1)
+            with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(n, t.lr, pct_start=0.1)
         values += learn.recorder.values
     train_s = time.perf_counter() - t0
     _, valid_loss, macc, fill = values[-1]
@@ -257,40 +282,41 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
                        'frequent_token': top, 'valid_loss': round(float(valid_loss), 4),
                        'masked_accuracy_by_epoch': [round(float(v[2]), 4) for v in values],
                        'mask_fill_accuracy_by_epoch': [round(float(v[3]), 4) for v in values],
-                       'epochs': cfg['epochs'], 'short_epochs': n_short, 'short_len': short if n_short else None,
-                       'seconds_per_epoch': round(train_s / cfg['epochs'], 1), 'encoder': str(out),
+                       'epochs': t.epochs, 'short_epochs': n_short, 'short_len': short if n_short else None,
+                       'seconds_per_epoch': round(train_s / t.epochs, 1), 'encoder': str(out),
                        'quick': bool(quick), 'texts': len(texts), 'vocab': len(dls.vocab), 'train_tokens': len(dls.train_ids),
-                       **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'p')}})
+                       'emb': c.emb, 'heads': c.heads, 'depth': c.depth, 'seq_len': c.seq_len, 'mask_p': t.mask_p})
 
-# %% ../nbs/41_pretrain.ipynb #03167735
+# %% ../nbs/41_pretrain.ipynb #a0bdb576
 def run_finetune(encoder,                  # a file saved by `run_pretrain`, or None for the same model from scratch
-                 data='imdb_sample', quick=False, epochs=None, out=None, seed=0,
+                 data='imdb_sample',
+                 recipe=None,              # a `Recipe` (None: `FINETUNE_QUICK` with `quick`, else `FINETUNE_FULL`); the sizes are the encoder's
+                 quick=False, out=None, seed=0,
                  vocab_from=None,          # with `encoder=None`: the encoder file whose vocabulary and configuration to use
-                 show=True, lr=None,
+                 show=True,
                  precision='auto'):        # as `run_classify`'s: 'bf16' and 'fp16' need a CUDA GPU
     "Fine-tune a classifier from a saved encoder (its vocabulary and weights) on `data`, save it like `run_classify` (for `tfs predict`); results as `run_classify`'s"
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
     if encoder is None and vocab_from is None: raise ValueError("encoder: give an encoder file, or `vocab_from` to train from scratch")
+    r = recipe if recipe is not None else FINETUNE_QUICK if quick else FINETUNE_FULL
+    if not isinstance(r, Recipe): raise TypeError(f"recipe: expected a Recipe, got {type(r).__name__}")
     ck, mlm = load_encoder_file(encoder if encoder is not None else vocab_from)   # a bad file: refused before anything starts
+    c, t = finetune_config(mlm.config, r.model), r.train                          # a recipe that sets a size: refused here too
     run = start_run(quick, out, seed, precision=precision)          # `out` and the precision checked before the work; device; seed
     if data == 'imdb_sample' and encoder is not None and ck.get('data') == 'imdb' and ck.get('score_on') != 'imdb_sample':
         raise ValueError("encoder: it read IMDB_SAMPLE's validation reviews (pretrained on all IMDB training reviews); "
                          "pretrain with score_on='imdb_sample' (`tfs pretrain --data imdb --score-on imdb_sample`)")
-    hp = dict(FINETUNE_QUICK if quick else FINETUNE_FULL)
-    if epochs is not None: hp['epochs'] = epochs
-    if lr is not None: hp['lr'] = lr
-    c = mlm.config
     df = imdb_sample_df() if data == 'imdb_sample' else imdb_df()
-    dls = finetune_dls(df, ck['vocab'], c.seq_len, hp['bs'], seed=seed, device=run.device)
-    learn = finetune_learner(dls, c, mlm if encoder is not None else None, hp['dropout'], precision)   # else from scratch
-    if show: learn.fit_one_cycle(hp['epochs'], hp['lr'], wd=hp['wd'])
+    dls = finetune_dls(df, ck['vocab'], c.seq_len, t.bs, keep=t.keep, seed=seed, device=run.device)
+    learn = finetune_learner(dls, c, t, mlm if encoder is not None else None, precision)   # else from scratch
+    if show: learn.fit_one_cycle(t.epochs, t.lr)
     else:
-        with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(hp['epochs'], hp['lr'], wd=hp['wd'])
+        with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(t.epochs, t.lr)
     _, valid_loss, acc = learn.recorder.values[-1]
     out = None if run.out is None else run.out.absolute()
     if out is not None: save_classifier(learn, out, data=data, encoder=None if encoder is None else str(encoder))
     return run.report({'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4),
-                       'epochs': hp['epochs'], 'precision': learn.precision, 'model': str(out) if out else None,
+                       'epochs': t.epochs, 'precision': learn.precision, 'model': str(out) if out else None,
                        'quick': bool(quick), 'train_rows': int((~df.is_valid).sum()), 'valid_rows': int(df.is_valid.sum()),
                        'emb': c.emb, 'heads': c.heads, 'depth': c.depth, 'seq_len': c.seq_len, 'pos': c.pos,
                        'encoder': None if encoder is None else str(encoder),
