@@ -6,15 +6,15 @@
 __all__ = ['DATASETS', 'DataNotFoundError', 'have_data', 'download', 'data_path', 'file_sha256', 'DataFileError',
            'validate_texts', 'imdb_sample_df', 'imdb_df', 'ag_news_df', 'shakespeare_text', 'multi30k_pairs']
 
-# %% ../nbs/10_data.ipynb #f9e544b8
-import os, gzip, zlib, hashlib, urllib.request
+# %% ../nbs/10_data.ipynb #c47ee0aa
+import os, gzip, zlib, hashlib, functools, urllib.request
 from pathlib import Path
 import pandas as pd
 from fastai.data.external import URLs, untar_data
 from .runtime import online
 from .checkpoints import atomic_write
 
-# %% ../nbs/10_data.ipynb #e4c1b066
+# %% ../nbs/10_data.ipynb #b9e0928c
 _SHAKESPEARE_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 _MULTI30K_URL = 'https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/'
 _TATOEBA_URL = 'https://www.manythings.org/anki/cmn-eng.zip'
@@ -43,16 +43,18 @@ _FILES = {  # datasets fetched by plain URL: {file: (size in bytes, sha256)}, wh
     },
 }
 
-# %% ../nbs/10_data.ipynb #24c9353a
+# %% ../nbs/10_data.ipynb #335b692d
 class DataNotFoundError(FileNotFoundError):
     "A dataset is neither in the local data folder nor downloadable"
 
-# %% ../nbs/10_data.ipynb #b4df0219
+# %% ../nbs/10_data.ipynb #1d3fed9c
 def _imdb_ok(p):
     return any(p.glob('train-*.csv.gz')) or (p/'train'/'pos').is_dir()
 
 def _complete(name, p, sizes=True):
-    "Does folder `p` hold all of dataset `name`? (a downloaded dataset: every file, at its full size when `sizes`)"
+    "Does folder `p` hold all of dataset `name`? (a downloaded dataset: every file, at its full size when `sizes`); a folder where a file goes is refused"
+    for f in _FILES.get(name, [DATASETS[name][1]] if DATASETS[name][1] else []):
+        if (p/f).is_dir(): raise _bad(p/f, 'a file (it is a folder)')
     if name in _FILES: return all((p/f).is_file() and (not sizes or (p/f).stat().st_size == n) for f, (n, _) in _FILES[name].items())
     _, inside, _, _ = DATASETS[name]
     return _imdb_ok(p) if name == 'imdb' else bool(inside) and (p/inside).exists()
@@ -74,7 +76,7 @@ def _fail(name, looked):
         f"Put it at $TFS_DATA/{want} and set TFS_DATA to that folder (the course's copies live in shared/data), "
         f"or run where the internet is reachable.")
 
-# %% ../nbs/10_data.ipynb #9334837c
+# %% ../nbs/10_data.ipynb #aeb0e65d
 def _home_data():
     "Where datasets fetched by plain URL are kept: `~/.tfs/data`"
     return Path.home()/'.tfs'/'data'
@@ -94,7 +96,7 @@ def have_data(name):
     "Is dataset `name` already on this machine (`$TFS_DATA`, `~/.tfs/data` or fastai's data folder)? Downloads nothing"
     return _find(name)[0] is not None
 
-# %% ../nbs/10_data.ipynb #13eb250c
+# %% ../nbs/10_data.ipynb #704e540d
 def download(url, dest,          # what to fetch, and the file to write
              size=None, sha256=None,  # what the file must be; a download that differs is thrown away
              timeout=30.,        # seconds to wait for the server before giving up
@@ -129,7 +131,7 @@ def data_path(name):
         except OSError as e: raise DataNotFoundError(f"dataset {name!r}: {e}. Run again to retry.") from None
     return dest
 
-# %% ../nbs/10_data.ipynb #b4c2f753
+# %% ../nbs/10_data.ipynb #c10687b4
 # @title Solution: file_sha256
 def file_sha256(path,            # a str or a Path
                 chunk=1 << 16,   # bytes read at a time: memory stays small whatever the file's size
@@ -140,7 +142,7 @@ def file_sha256(path,            # a str or a Path
         while b := f.read(chunk): h.update(b)
     return h.hexdigest()
 
-# %% ../nbs/10_data.ipynb #13d0e0ef
+# %% ../nbs/10_data.ipynb #d0b1e090
 class DataFileError(ValueError):
     "A dataset's file is there but cannot be read: empty, corrupt, truncated, not UTF-8, or missing columns"
 
@@ -149,10 +151,12 @@ def _bad(p, expected, e=None):
     return DataFileError(f"data file {str(p)!r} is not {expected}{why}; replace it with a fresh copy (see $TFS_DATA/SOURCES.md)")
 
 def _read_csv(p, columns, expected=None, **kw):
-    "`pd.read_csv(p)` with a one-line `DataFileError` naming the file for an empty, corrupt or non-UTF-8 file or missing `columns`"
+    "`pd.read_csv(p)` with a one-line `DataFileError` naming the file for an empty, corrupt or non-UTF-8 file, rows of more fields than columns, or missing `columns`"
     expected = expected or f"a UTF-8 CSV file with columns {', '.join(columns)}"
     try: df = pd.read_csv(p, encoding='utf-8', **kw)
     except (ValueError, OSError, EOFError, zlib.error, pd.errors.ParserError, pd.errors.EmptyDataError) as e: raise _bad(p, expected, e) from None
+    if not isinstance(df.index, pd.RangeIndex):   # pandas takes the extra leading fields of every row as an index
+        raise _bad(p, expected + f"; its rows have more fields than its {len(df.columns)} columns")
     missing = [c for c in columns if c not in df.columns]
     if missing or df.empty: raise _bad(p, expected + (f"; missing {', '.join(missing)}" if missing else '; it has no rows'))
     return df
@@ -183,6 +187,17 @@ def _texts(df, p, expected='a CSV of labelled texts', classes=True):
     try: return validate_texts(df, classes=classes)
     except ValueError as e: raise _bad(p, f"{expected}: {str(e).split(': ', 1)[1]}") from None
 
+def _dataset(name):
+    "Decorate the reader of dataset `name`: its `DataFileError` names the dataset as `tfs` is given it, `--data name`"
+    def deco(f):
+        @functools.wraps(f)
+        def read(*args, **kwargs):
+            try: return f(*args, **kwargs)
+            except DataFileError as e: raise DataFileError(f"--data {name}: {e}") from None
+        return read
+    return deco
+
+@_dataset('imdb_sample')
 def imdb_sample_df():
     "IMDB_SAMPLE: 1,000 reviews with columns `label`, `text`, `is_valid` (800 train, 200 valid)"
     p = data_path('imdb_sample')/'texts.csv'
@@ -192,7 +207,7 @@ def imdb_sample_df():
         if not (df.is_valid == valid).any(): raise _bad(p, f"IMDB_SAMPLE: it has no {rows} rows (is_valid is {not valid} on every row)")
     return df
 
-# %% ../nbs/10_data.ipynb #cb4ba7a4
+# %% ../nbs/10_data.ipynb #27861130
 def _imdb_folder(p, split):
     rows = []
     for label, lbl in (('neg', 'negative'), ('pos', 'positive')):
@@ -200,7 +215,8 @@ def _imdb_folder(p, split):
             rows.append((lbl, _read_text(f)))
     return pd.DataFrame(rows, columns=['label', 'text'])
 
-# %% ../nbs/10_data.ipynb #18426fc5
+# %% ../nbs/10_data.ipynb #4349d671
+@_dataset('imdb')
 def imdb_df(splits=('train', 'test')):
     "The full IMDB reviews (25k train, 25k test) with columns `label`, `text`, `is_valid` (True for test)"
     p = data_path('imdb')
@@ -212,24 +228,37 @@ def imdb_df(splits=('train', 'test')):
         dfs.append(d.assign(is_valid=split == 'test'))
     return _texts(pd.concat(dfs, ignore_index=True), p, 'the IMDB reviews')
 
-# %% ../nbs/10_data.ipynb #e8f9c0c7
+# %% ../nbs/10_data.ipynb #6ffe36f8
+def _ag_classes(p):
+    "The class names of AG News, one a line in file `p` (the four of the paper if there is none)"
+    if not p.exists(): return ['World', 'Sports', 'Business', 'Sci/Tech']
+    expected = 'a UTF-8 text file of class names, one a line'
+    classes = _read_text(p, expected).split()
+    if len(set(classes)) < 2 or len(set(classes)) < len(classes): raise _bad(p, f"{expected}: it names {len(classes)} classes, "
+                                                                        f"{len(set(classes))} distinct; a classifier needs two at least, each once")
+    return classes
+
+@_dataset('ag_news')
 def ag_news_df(valid_pct=0.2, seed=42):
     "AG News test split (7,600 headlines, 4 classes) split `valid_pct` for validation: `label`, `text`, `is_valid`"
     p = data_path('ag_news')
-    classes = (p/'classes.txt').read_text().split() if (p/'classes.txt').exists() else ['World', 'Sports', 'Business', 'Sci/Tech']
-    df = _read_csv(p/'test.csv', ['cls', 'title', 'desc'], 'a UTF-8 CSV of class, title, description rows', header=None, names=['cls', 'title', 'desc'])
+    classes, expected = _ag_classes(p/'classes.txt'), 'a UTF-8 CSV of class, title, description rows'
+    df = _read_csv(p/'test.csv', ['cls', 'title', 'desc'], expected, header=None, names=['cls', 'title', 'desc'])
     if not pd.api.types.is_integer_dtype(df.cls) or not df.cls.between(1, len(classes)).all():
-        raise _bad(p/'test.csv', f'a CSV whose first column is a class number in 1..{len(classes)}')
-    text = (df.title + '. ' + df.desc).str.replace('\\', ' ', regex=False)
+        raise _bad(p/'test.csv', f'a CSV whose first column is a class number in 1..{len(classes)} (the classes of classes.txt)')
+    text = (df.title + '. ' + df.desc).str.replace('\\', ' ', regex=False)   # a missing title or description: an empty text, refused
     is_valid = pd.Series(range(len(df))).sample(frac=1., random_state=seed).rank().le(valid_pct * len(df)).values
-    return pd.DataFrame({'label': [classes[c - 1] for c in df.cls], 'text': text, 'is_valid': is_valid})
+    df = pd.DataFrame({'label': [classes[c - 1] for c in df.cls], 'text': text, 'is_valid': is_valid})
+    return _texts(df, p/'test.csv', expected)
 
-# %% ../nbs/10_data.ipynb #c972d874
+# %% ../nbs/10_data.ipynb #ee8ae3b8
+@_dataset('tinyshakespeare')
 def shakespeare_text():
     "Tiny Shakespeare as one string (1,115,394 characters)"
     return _read_text(data_path('tinyshakespeare')/'input.txt')
 
-# %% ../nbs/10_data.ipynb #b9189167
+# %% ../nbs/10_data.ipynb #692c164b
+@_dataset('multi30k')
 def multi30k_pairs(split='train', src='en', tgt='fr'):
     "Multi30k sentence pairs [(src, tgt), ...] for `split` in train, val, test_2016_flickr"
     p = data_path('multi30k')

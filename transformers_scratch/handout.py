@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['REPO', 'BRANCH', 'colab_url', 'edition_header', 'is_solution', 'is_internal', 'handout_nb', 'make_handout']
 
-# %% ../nbs/89_handout.ipynb #234a242a
+# %% ../nbs/89_handout.ipynb #74949552
 import os, re, ast, copy, json, shutil, pathlib, tempfile
 
-# %% ../nbs/89_handout.ipynb #f0e54eef
+# %% ../nbs/89_handout.ipynb #ce550a94
 REPO = 'transformers-scratch/transformers_scratch'    # GitHub owner/name: the Colab badges open the notebooks from there
 BRANCH = 'main'
 
@@ -16,7 +16,7 @@ def colab_url(path):
     "The URL that opens the repository's notebook `path` (e.g. 'handout/03_attention.ipynb') in Colab"
     return f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/{path}"
 
-# %% ../nbs/89_handout.ipynb #a890a232
+# %% ../nbs/89_handout.ipynb #af3e85cd
 _BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
 def edition_header(name,          # the notebook's file name, e.g. '03_attention.ipynb'
@@ -40,7 +40,7 @@ def edition_header(name,          # the notebook's file name, e.g. '03_attention
             f"**Solutions edition**: every exercise is followed by its solution (collapsed in Colab). To solve them yourself, "
             f"open the learner's edition: [handout/{name}]({colab_url('handout/' + name)}).")
 
-# %% ../nbs/89_handout.ipynb #ba2a20c6
+# %% ../nbs/89_handout.ipynb #33dee38b
 def _code(src):
     "`src` without nbdev's `#|` lines, for `ast`"
     return '\n'.join(l for l in src.splitlines() if not l.lstrip().startswith('#|'))
@@ -66,12 +66,12 @@ def _default_exp(nb):
         for l in ''.join(c['source']).splitlines():
             if l.replace(' ', '').startswith('#|default_exp'): return l.split('default_exp', 1)[1].strip()
 
-# %% ../nbs/89_handout.ipynb #9cddcaf4
+# %% ../nbs/89_handout.ipynb #9bd25201
 def is_solution(src):
     "Is this cell's source a solution cell (a line `# @title Solution...`)?"
     return re.search(r'^#\s*@title Solution', src, re.M) is not None
 
-# %% ../nbs/89_handout.ipynb #4a1b67be
+# %% ../nbs/89_handout.ipynb #779e7542
 def _fold(src, checks):
     "A check's definition as a collapsed form: its `# @title` line first"
     lines = src.splitlines()
@@ -150,17 +150,16 @@ def handout_nb(nb, lib='transformers_scratch',
     nb['cells'] = cells
     return nb
 
-
-# %% ../nbs/89_handout.ipynb #8898b82e
+# %% ../nbs/89_handout.ipynb #40e3da1b
 _GET = (f"run it from a clone of the course (git clone https://github.com/{REPO}), "
         f"or open the learner's edition directly: https://github.com/{REPO}/tree/{BRANCH}/handout")
 
 def _check_dest(src, dest):
     "Refuse a `dest` that is `src`, lies inside it, or lies under a regular file"
     s, d = src.resolve(), dest.resolve()
-    if d == s or s in d.parents: raise ValueError(f"dest: {str(dest)!r} is the notebook folder or inside it; give a folder outside {str(src)!r}")
+    if d == s or s in d.parents: raise ValueError(f"--dest {str(dest)!r} is the notebook folder or inside it; give a folder outside --src {str(src)!r}")
     for p in [d] + list(d.parents):
-        if p.exists() and not p.is_dir(): raise ValueError(f"dest: {str(p)!r} is a file, not a folder")
+        if p.exists() and not p.is_dir(): raise ValueError(f"--dest {str(dest)!r}: {str(p)!r} is a file, not a folder")
 
 def _umask():   # as `checkpoints._umask`: the handout writer does not import torch
     m = os.umask(0); os.umask(m)
@@ -178,14 +177,38 @@ def _link_or_copy(a, b):
     try: os.link(a, b)
     except OSError: shutil.copy2(a, b)
 
+def _rmtree(p):
+    "Remove folder `p` whole, read-only folders inside it included (carried over from `--dest`); never raises"
+    for root, dirs, _ in os.walk(p):   # top-down: each folder made writable before its files are removed (folders only: files are hard links)
+        for q in [root] + [os.path.join(root, d) for d in dirs]:
+            if not os.path.islink(q):
+                try: os.chmod(q, 0o700)
+                except OSError: pass
+    shutil.rmtree(p, ignore_errors=True)
+
+class _Unwritten(OSError):
+    "The handout could not be written: the one line that says so, naming `--dest` and the file"
+
+def _write_error(e, dest, real, tmp):
+    "One line for an `OSError` while the new folder was built or swapped in: `--dest`, the file (as named in `--dest`), why"
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:   # copytree's list of (file, copy, why)
+        f, why = e.args[0][0][0], e.args[0][0][2]
+    else: f, why = e.filename, e.strerror or e
+    if f is not None:
+        f = str(f)
+        for t in (tmp.with_name(tmp.name + '-old'), tmp, real):   # a file of a temporary folder is named as the one in --dest
+            if f == str(t) or f.startswith(str(t) + os.sep): f = str(dest) + f[len(str(t)):]; break
+    where = f"{f!r}: " if f is not None and f != str(dest) else ''
+    return _Unwritten(f"--dest {str(dest)!r}: could not write the handout ({where}{' '.join(str(why).split())[:200]}); nothing was changed there")
+
 def make_handout(src='nbs',          # folder of lesson notebooks
                  dest='handout',     # folder to write the handout edition to
                 ):
     "Write the learner's edition of every notebook in `src` to `dest`, all or nothing: built in a temporary folder that then takes `dest`'s place; returns the paths"
     src, dest = pathlib.Path(src), pathlib.Path(dest)
-    if not src.is_dir(): raise FileNotFoundError(f"src: no notebook folder at {str(src)!r}; {_GET}")
+    if not src.is_dir(): raise FileNotFoundError(f"--src: no notebook folder at {str(src)!r}; {_GET}")
     nbs = sorted(src.glob('*.ipynb'))
-    if not nbs: raise FileNotFoundError(f"src: no notebooks (*.ipynb) in {str(src)!r}; {_GET}")
+    if not nbs: raise FileNotFoundError(f"--src: no notebooks (*.ipynb) in {str(src)!r}; {_GET}")
     _check_dest(src, dest)
     out = {}
     for p in nbs:
@@ -196,26 +219,36 @@ def make_handout(src='nbs',          # folder of lesson notebooks
             out[p.name] = json.dumps(handout_nb(nb, name=p.name), indent=1, ensure_ascii=False) + '\n'
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
-            raise ValueError(f"src: {str(p)!r} is not a lesson notebook the handout can be written from: {msg}") from None
+            raise ValueError(f"--src: {str(p)!r} is not a lesson notebook the handout can be written from: {msg}") from None
     real = dest.resolve()                 # a link to a folder: the folder it points to is replaced, the link stays
     for n in out:
-        if (real/n).exists() and not (real/n).is_file(): raise ValueError(f"dest: {str(dest/n)!r} is a folder, not a notebook; nothing was changed")
-    real.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f'.{real.name}-', dir=real.parent))
+        if (real/n).exists() and not (real/n).is_file():
+            what = 'a folder' if (real/n).is_dir() else 'not a regular file'
+            raise ValueError(f"--dest {str(dest)!r}: {str(dest/n)!r} is {what}, not a notebook; nothing was changed")
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=f'.{real.name}-', dir=real.parent))
+    except OSError as e:
+        raise _Unwritten(f"--dest {str(dest)!r}: could not write the handout (no folder can be made in {str(real.parent)!r}: "
+                      f"{e.strerror or e}); nothing was changed") from None
     old = tmp.with_name(tmp.name + '-old')
     try:
-        try:
-            if real.exists(): _carry(real, tmp)
-            for n, text in out.items(): (tmp/n).write_text(text, encoding='utf-8')
-            os.chmod(tmp, real.stat().st_mode & 0o7777 if real.exists() else 0o777 & ~_umask())
-        except OSError as e:
-            raise OSError(e.errno, f"dest: could not write the handout for {str(dest)!r} ({e.strerror or e}); nothing was changed there") from None
+        if real.exists(): _carry(real, tmp)
+        for n, text in out.items(): (tmp/n).write_text(text, encoding='utf-8')
+        os.chmod(tmp, real.stat().st_mode & 0o7777 if real.exists() else 0o777 & ~_umask())
         if real.exists():
             os.rename(real, old)          # the swap: the old folder aside, the new one in its place, then the old one removed
             try: os.rename(tmp, real)
-            except BaseException: os.rename(old, real); raise
-            shutil.rmtree(old, ignore_errors=True)
+            except BaseException:
+                try: os.rename(old, real)
+                except OSError as e: raise _Unwritten(f"--dest {str(dest)!r}: could not write the handout, nor put the old one back "
+                                                   f"({e.strerror or e}): it is at {str(old)!r}") from None
+                raise
+            _rmtree(old)
         else: os.rename(tmp, real)
+    except OSError as e:
+        if isinstance(e, _Unwritten): raise
+        raise _write_error(e, dest, real, tmp) from None
     finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists(): _rmtree(tmp)
     return [dest/n for n in out]

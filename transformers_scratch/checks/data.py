@@ -10,7 +10,7 @@ import base64, hashlib, random, tempfile   # the check, written in lesson 10, us
 from pathlib import Path   # as above
 from .toolkit import *
 
-# %% ../../nbs/10_data.ipynb #2266b898
+# %% ../../nbs/10_data.ipynb #e40695c7
 #| code-fold: true
 # @title check_file_sha256
 _ALGOS = ('md5', 'sha1', 'sha224', 'sha384', 'sha512', 'blake2b', 'blake2s', 'sha3_256')
