@@ -27,7 +27,9 @@ def test_model_modules_define_no_checks(mod):
 
 def test_model_modules_import_no_grading_code():
     code = ("import sys, transformers_scratch.attention, transformers_scratch.block, transformers_scratch.seq2seq, "
-            "transformers_scratch.mlm, transformers_scratch.generate, transformers_scratch.gpt2\n"
+            "transformers_scratch.mlm, transformers_scratch.generate, transformers_scratch.gpt2, "
+            "transformers_scratch.hub, transformers_scratch.llama, transformers_scratch.modern, transformers_scratch.config, "
+            "transformers_scratch.checkpoints\n"
             "print(sorted(k for k in sys.modules if k.startswith('transformers_scratch.checks')))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == '[]', out
