@@ -244,6 +244,74 @@ def test_bad_data_file(capsys, tmp_path, data, cmd, f, content, pattern):
     assert Path(f).name in one_line(code, err, pattern)
     assert not (tmp_path/'m.pt').exists() and not list(tmp_path.glob('.m.pt*'))
 
+# ------------------------------------------------- a data file named with the flag it came through: real `tfs` processes
+@pytest.fixture
+def every_data(tmp_path):
+    "A data folder of links to the real datasets, where a test replaces one file"
+    root = tmp_path/'data'
+    for name in ('imdb_sample', 'tinyshakespeare', 'ag_news', 'aclImdb_csv'):
+        (root/name).mkdir(parents=True)
+        for f in (DATA/name).iterdir(): (root/name/f.name).symlink_to(f)
+    return root
+
+def _folder(p): p.unlink(); p.mkdir()
+
+SHORT = 'First Citizen: Before we proceed any further, hear me speak.\n\n'
+FLAG_FAULTS = [   # (tfs arguments, the file, its new content or a function of its path, what the one line says)
+    (['generate'], 'tinyshakespeare/input.txt', b'hello there',
+     r"--data tinyshakespeare: data file '.*input\.txt' is too short for char-level training: 11 characters, .*give at least 641 characters"),
+    (['generate'], 'tinyshakespeare/input.txt', (SHORT * 11)[:640].encode(), r"--data tinyshakespeare: .*input\.txt.* 640 characters.*at least 641"),
+    (['generate'], 'tinyshakespeare/input.txt', b'', r"--data tinyshakespeare: data file '.*input\.txt' is not .*empty"),
+    (['generate'], 'tinyshakespeare/input.txt', b'ROMEO:\xff\xfe\x81 ' * 200, r"--data tinyshakespeare: data file '.*input\.txt' is not a UTF-8"),
+    (['generate'], 'tinyshakespeare/input.txt', _folder, r"--data tinyshakespeare: data file '.*input\.txt' is not a file \(it is a folder\)"),
+    (['generate', '--level', 'word'], 'tinyshakespeare/input.txt', (SHORT * 3).encode(),
+     r"--data tinyshakespeare: .*input\.txt' is too short for word-level training .*10 paragraphs at least.*validation texts 0"),
+    (['generate', '--data', 'imdb_sample', '--level', 'char'], 'imdb_sample/texts.csv', b'label,text,is_valid\nnegative,bad,False\npositive,good,True\n',
+     r"--data imdb_sample: data file '.*texts\.csv' is too short for char-level training: 9 characters"),
+    (['classify', '--data', 'ag_news'], 'ag_news/classes.txt', b'\xff\xfeWorld\nSports\nBusiness\nSci/Tech\n',
+     r"--data ag_news: data file '.*classes\.txt' is not a UTF-8 text file of class names"),
+    (['classify', '--data', 'ag_news'], 'ag_news/classes.txt', b'World\n', r"--data ag_news: .*classes\.txt' .*names 1 classes"),
+    (['classify', '--data', 'ag_news'], 'ag_news/test.csv', b'"3","Title \xe9t\xe9","Desc"\n', r"--data ag_news: data file '.*test\.csv' is not a UTF-8 CSV"),
+    (['classify', '--data', 'ag_news'], 'ag_news/test.csv', b'"3","Title","Desc","more"\n"1","A","B","C"\n',
+     r"--data ag_news: .*test\.csv' .*more fields than its 3 columns"),
+    (['classify', '--data', 'ag_news'], 'ag_news/test.csv', b'"3","Title"\n"1","A","B"\n', r"--data ag_news: .*test\.csv' .*1 of its 2 texts are empty"),
+    (['classify', '--data', 'imdb'], 'aclImdb_csv/train-00.csv.gz', gz(b'label,text\nnegative,caf\xe9\npositive,good\n'),
+     r"--data imdb: data file '.*train-00\.csv\.gz' is not a UTF-8 CSV"),
+    (['classify', '--data', 'imdb'], 'aclImdb_csv/train-00.csv.gz', gz(b'label,text\nnegative,"never closed\npositive,good\n'),
+     r"--data imdb: data file '.*train-00\.csv\.gz' is not .*ParserError"),
+    (['classify', '--data', 'imdb'], 'aclImdb_csv/test-04.csv.gz', gz(b'label,text\nnegative,bad,worse\n'),
+     r"--data imdb: .*test-04\.csv\.gz' .*more fields than its 2 columns"),
+    (['classify'], 'imdb_sample/texts.csv', b'label,text,is_valid\nnegative,bad,False,x\npositive,good,True,y\n',
+     r"--data imdb_sample: .*texts\.csv' .*more fields than its 3 columns"),
+]
+
+@pytest.mark.parametrize('args,f,content,pattern', FLAG_FAULTS, ids=[f"{' '.join(a)}-{f}-{i}" for i, (a, f, _, _) in enumerate(FLAG_FAULTS)])
+def test_a_data_file_is_named_with_its_flag(tmp_path, every_data, args, f, content, pattern):
+    "`tfs` itself: exit 2, one line naming --data and the file (and, for a text too short, the length it needs), nothing trained"
+    p = every_data/f
+    if callable(content): content(p)
+    else: _replace(p, content)
+    out = tmp_path/'m.pt'
+    r = subprocess.run(['tfs', *args, '--quick', '--out', str(out)], capture_output=True, text=True, timeout=300,
+                       env=env(TFS_DATA=str(every_data), TFS_OFFLINE='1', TFS_CACHE=str(tmp_path/'cache')))
+    line = one_line(r.returncode, r.stderr, pattern)
+    assert line.startswith('tfs') and Path(f).name in line
+    assert r.stdout == '' and not out.exists() and not list(tmp_path.glob('.m.pt*'))   # no training (it prints), no model
+
+def test_the_shortest_text_makes_one_window_each_side(every_data, monkeypatch):
+    "The minimum the error asks for is the true one: 641 characters give one validation window at seq_len=64, 640 none"
+    from transformers_scratch.lmdata import lm_dls
+    from transformers_scratch.lm import lm_config
+    from transformers_scratch.data import DataFileError
+    monkeypatch.setenv('TFS_DATA', str(every_data)); monkeypatch.setenv('TFS_OFFLINE', '1')
+    cfg = lm_config('char', quick=True)
+    text = (SHORT * 11)[:641]
+    _replace(every_data/'tinyshakespeare'/'input.txt', text.encode())
+    dls, _ = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
+    assert cfg['seq_len'] == 64 and len(dls.valid.dataset) == 1 and len(dls.train.dataset) >= 1 and len(dls.train) > 0
+    (every_data/'tinyshakespeare'/'input.txt').write_text(text[:-1])
+    with pytest.raises(DataFileError, match='640 characters'): lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
+
 # --------------------------------------------------------------------------- what still works, said once, and real bugs
 def test_predict_before_save_equals_after_load_and_truncation_is_said_once(d, capsys):
     learn = load_classifier(d/'clf.pt')

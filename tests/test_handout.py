@@ -1,5 +1,5 @@
 "`tfs handout`: solutions gone, checks folded, outputs cleared, the committed handout/ up to date, and bad input refused in one line."
-import json, re, subprocess, pathlib
+import json, os, re, subprocess, sys, pathlib
 import pytest
 from transformers_scratch.handout import is_solution, make_handout, is_internal
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -163,3 +163,57 @@ def test_a_write_fault_leaves_dest_as_it_was(tmp_path):
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (small, small)))
     refused(r, 'could not write the handout', 'handout', 'nothing was changed')
     assert snapshot(tmp_path) == before
+
+# A failure after the checks (the swap refused, a folder of yours it cannot read, nowhere to build): one line naming --dest
+# and the file, --dest as it was, no temporary folder left. Faults a root user never meets are injected in a fresh Python.
+def tfs_with(fault, *args):
+    "`tfs args` in a fresh Python where `fault` (code) has patched the os first: the CompletedProcess"
+    code = f"import os, sys, shutil\n{fault}\nfrom transformers_scratch.cli import main\nmain(sys.argv[1:])"
+    return subprocess.run([sys.executable, '-c', code, *map(str, args)], capture_output=True, text=True)
+
+def old_handout(tmp_path):
+    "--src with one lesson, and a --dest that holds an earlier handout, a stale notebook and a read-only folder of yours"
+    src = lesson(tmp_path)
+    dest = tmp_path/'handout'; (dest/'mine').mkdir(parents=True)
+    (dest/'01_ok.ipynb').write_text('old'); (dest/'00_stale.ipynb').write_text('stale'); (dest/'mine'/'notes.md').write_text('x')
+    (dest/'mine').chmod(0o555)
+    return src, dest
+
+def no_temporary_folder(tmp_path): assert sorted(p.name for p in tmp_path.iterdir()) == ['handout', 'nbs']
+
+SWAP_FAULTS = {   # the new folder cannot take --dest's place; --dest is put back
+    'rename': "r = os.rename\ndef rename(a, b):\n    if os.path.basename(str(a)).startswith('.handout-') and not str(a).endswith('-old'): raise PermissionError(13, 'Permission denied', str(b))\n    return r(a, b)\nos.rename = rename",
+    'unreadable': "s = os.scandir\ndef scandir(p='.'):\n    if str(p).endswith(os.sep + 'mine'): raise PermissionError(13, 'Permission denied', str(p))\n    return s(p)\nos.scandir = scandir",
+}
+
+@pytest.mark.parametrize('fault,words', [('rename', []), ('unreadable', ["handout/mine'"])], ids=list(SWAP_FAULTS))
+def test_a_failure_after_the_checks_is_one_line_and_leaves_dest_as_it_was(tmp_path, fault, words):
+    src, dest = old_handout(tmp_path)
+    before = snapshot(tmp_path)
+    try:
+        r = tfs_with(SWAP_FAULTS[fault], 'handout', '--src', src, '--dest', dest)
+        refused(r, f"--dest {str(dest)!r}: could not write the handout", 'Permission denied', 'nothing was changed there', *words)
+        assert snapshot(tmp_path) == before
+        no_temporary_folder(tmp_path)   # the temporary folder held a read-only copy of mine/: removed all the same
+    finally: (dest/'mine').chmod(0o755)
+
+def test_read_only_folders_of_yours_leave_no_temporary_folder(tmp_path):
+    "A read-only folder of yours in --dest: carried over as it is, and the old --dest removed whole after the swap"
+    src, dest = old_handout(tmp_path)
+    try:
+        r = tfs('handout', '--src', str(src), '--dest', str(dest))
+        assert r.returncode == 0, r.stderr
+        assert listing(dest) == ['01_ok.ipynb', 'mine', 'mine/notes.md'] and (dest/'mine').stat().st_mode & 0o777 == 0o555
+        no_temporary_folder(tmp_path)
+    finally: (dest/'mine').chmod(0o755)
+
+def test_nowhere_to_build_is_one_line(tmp_path):
+    "--dest in a folder where no folder can be made (/proc): one line naming --dest and that folder"
+    refused(tfs('handout', '--src', str(lesson(tmp_path)), '--dest', '/proc/handout'), "--dest '/proc/handout'",
+            "no folder can be made in '/proc'", 'nothing was changed')
+
+def test_a_fifo_where_a_notebook_goes_is_named(tmp_path):
+    src = lesson(tmp_path)
+    dest = tmp_path/'handout'; dest.mkdir(); os.mkfifo(dest/'01_ok.ipynb')
+    refused(tfs('handout', '--src', str(src), '--dest', str(dest)), '--dest', "01_ok.ipynb' is not a regular file, not a notebook")
+    assert listing(dest) == ['01_ok.ipynb']
