@@ -345,3 +345,53 @@ def test_load_lm_rebuilds_from_the_config_and_refuses_a_wrong_vocabulary(tmp_pat
         load_lm(save_checkpoint(tmp_path/'old.pt', 'transformers_scratch.lm/1', m, **good))
     with pytest.raises(ValueError, match='weights'):
         load_lm(save_checkpoint(tmp_path/'w.pt', _FORMAT, nn.Linear(2, 2), **good))
+
+# --- the compiled decoding step (issue 32: decoding against the roofline) --------------------------------------------
+
+DECODE_SHAPES = {   # tiny models of GPT-2's shape and of Llama's (grouped keys, rotary positions, RMSNorm, SwiGLU)
+    'gpt2': dict(emb=64, heads=4, depth=2, seq_len=40, n_tokens=50, act='gelu_tanh', prenorm=True, tied=True, qkv_bias=True, fast=True),
+    'llama': dict(emb=64, heads=4, kv_heads=2, depth=2, seq_len=40, n_tokens=50, pos='rope', norm='rms', mlp='swiglu', hidden=96,
+                  bias=False, prenorm=True, tied=True, fast=True)}
+
+def decode_model(shape):
+    "A tiny model of `shape`, its `nn.Linear` weights in Conv1D's column order (as `load_gpt2` keeps GPT-2's)"
+    torch.manual_seed(0)
+    m = GenerationTransformer(ModelConfig(**DECODE_SHAPES[shape])).eval()
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Linear) and mod.weight is not m.trunk.token_emb.weight:
+            mod.weight.data = mod.weight.data.T.contiguous().T
+    return m
+
+@pytest.mark.parametrize('shape', ['gpt2', 'llama'])
+def test_compiled_decoding_matches_the_plain_forward(shape):
+    "`generate(compile=True)`: the tokens of the plain forward (greedy, seeded, past seq_len); each compiled step's logits those of the full pass"
+    from transformers_scratch.generate import KVCache, _StaticStep
+    m = decode_model(shape)
+    names = {k: v.clone() for k, v in m.state_dict().items()}
+    p = torch.tensor([3, 1, 4, 1, 5])
+    out = generate(m, p, 20, greedy=True, compile=True)
+    assert torch.equal(out, generate(m, p, 20, greedy=True, cache=False)) and torch.equal(out, generate(m, p, 20, greedy=True))
+    assert torch.equal(generate(m, p, 50, greedy=True, compile=True), generate(m, p, 50, greedy=True, cache=False))   # the window slides
+    assert torch.equal(generate(m, p, 25, seed=3, compile=True), generate(m, p, 25, seed=3, cache=False))
+    assert not m.training
+    sd = m.state_dict()                                               # rows_layout: the same names and values, rows contiguous
+    assert list(sd) == list(names) and all(torch.equal(sd[k], v) for k, v in names.items())
+    assert all(mod.weight.is_contiguous() for mod in m.modules() if isinstance(mod, torch.nn.Linear))
+    kv = KVCache(m)
+    with torch.no_grad():
+        m(out[None, :5], cache=kv)
+        step = _StaticStep(m, kv, compile=True)
+        logits = torch.stack([step(t).clone() for t in out[5:-1]])
+        torch.testing.assert_close(logits, m(out[None, :-1])[0, 5:], atol=1e-4, rtol=1e-4)
+
+def test_compiled_decoding_falls_back_and_checks_its_flag(monkeypatch):
+    "A compiled step that fails (no C++ compiler, say) warns once and decodes eagerly, the same tokens; `compile` must be a bool"
+    import transformers_scratch.generate as g
+    def broken():
+        def run(*a): raise RuntimeError('no compiler here')
+        return run
+    monkeypatch.setattr(g, 'compiled_step', broken)
+    m, p = decode_model('llama'), torch.tensor([3, 1, 4])
+    with pytest.warns(UserWarning, match='compile: .*no compiler here.*eagerly'): out = generate(m, p, 8, greedy=True, compile=True)
+    assert torch.equal(out, generate(m, p, 8, greedy=True, cache=False))
+    with pytest.raises(TypeError, match='compile: expected True or False'): generate(m, p, 3, compile='yes')

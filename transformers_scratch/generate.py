@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['MIN_TEMPERATURE', 'MAX_NEW_TOKENS', 'sample', 'top_k_filter', 'top_p_filter', 'min_p_filter', 'Sampling',
-           'sampling_of', 'validate_new_tokens', 'next_token', 'KVCache', 'generate', 'encode_chars', 'generate_text']
+           'sampling_of', 'validate_new_tokens', 'next_token', 'KVCache', 'rows_backend', 'compiled_step',
+           'rows_layout', 'generate', 'encode_chars', 'generate_text']
 
 # %% ../nbs/20_generate.ipynb #89eee54c
-import math, operator, inspect, torch, torch.nn.functional as F
+import math, operator, inspect, functools, warnings, torch, torch.nn as nn, torch.nn.functional as F
 from dataclasses import dataclass, fields
 from .runtime import evaluating, model_device
 
@@ -137,10 +138,10 @@ def _validate_prompt(prompt, n_tokens=None):
 class KVCache:
     "Keys and values of `layers` attention layers for up to `seq_len` positions, in tensors allocated once and written in place"
     def __init__(self, model,           # a model with `seq_len` and `blocks` (a `GenerationTransformer`), or a number of layers
-                 seq_len=None,          # with a number of layers: the longest sequence to cache
+                 seq_len=None,          # the longest sequence to cache (with a model: at most, and by default, its `seq_len`)
                 ):
         n = model if isinstance(model, int) else len(model.blocks)
-        self.seq_len = seq_len if isinstance(model, int) else model.seq_len
+        self.seq_len = seq_len if isinstance(model, int) else min(seq_len or model.seq_len, model.seq_len)
         self.n, self.static, self.pos, self.slots, self.memo = 0, False, None, None, (None, None)
         self.layers = [_LayerCache(self) for _ in range(n)]
     def __len__(self): return len(self.layers)
@@ -192,11 +193,12 @@ class _LayerCache:
         if self.k is not None: self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
         if self.memory is not None: self.memory = tuple(m.index_select(0, rows) for m in self.memory)
 
-class _GraphStep:
-    "One decoding step of `model` with `kv` (one token at position `kv.n`), recorded as a CUDA graph and replayed"
-    def __init__(self, model, kv):
+class _StaticStep:
+    "One decoding step of `model` with `kv` (one token at position `kv.n`, static mode): compiled, or recorded as a CUDA graph and replayed, or eager"
+    def __init__(self, model, kv, compile=False):
         self.kv, self.model, dev = kv, model, kv.pos.device
-        self.tok, self.graph = torch.zeros(1, 1, dtype=torch.long, device=dev), None
+        self.tok, self.graph, self.run = torch.zeros(1, 1, dtype=torch.long, device=dev), None, _static_step
+        if compile: rows_layout(model); self.run = compiled_step(); return   # `compiled_step`: see below
         if dev.type != 'cuda': return         # elsewhere the static step runs eagerly (the same numbers: tests)
         kv.static = True
         try:
@@ -206,19 +208,62 @@ class _GraphStep:
                 for _ in range(2): model(self.tok, cache=kv)
             torch.cuda.current_stream(dev).wait_stream(s)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph): self.logits = model(self.tok, cache=kv)[0, -1]   # (v,)
+            with torch.cuda.graph(self.graph): self.logits = _static_step(model, kv, self.tok)
         finally: kv.static = False
     def __call__(self, tok):
         self.tok.copy_(tok.view(1, 1)); self.kv.pos.fill_(self.kv.n)
         if self.graph is not None: self.graph.replay()
         else:
             self.kv.static = True
-            try: self.logits = self.model(self.tok, cache=self.kv)[0, -1]
+            try: self.logits = self.run(self.model, self.kv, self.tok)
+            except Exception as e:            # no C++ compiler, say: the same step, eagerly (an error of the model's raises again)
+                if self.run is _static_step: raise
+                warnings.warn(f"compile: the compiled decoding step failed ({type(e).__name__}: {str(e)[:200]}); decoding eagerly")
+                self.run = _static_step
+                self.logits = self.run(self.model, self.kv, self.tok)
             finally: self.kv.static = False
         self.kv.n += 1
         return self.logits
 
-# %% ../nbs/20_generate.ipynb #6df783ed
+def _static_step(model, kv, tok):             # tok (1, 1) -> the next token's logits (v,)
+    return model(tok, cache=kv)[0, -1]
+
+# %% ../nbs/20_generate.ipynb #65f21341
+def _rows_mm(a, b):                        # a (1, k) @ b (k, n): n dot products of a with the rows of bᵀ
+    return (a * b.t()).sum(-1)[None] if a.size(0) == 1 else NotImplemented
+
+def _rows_addmm(c, a, b, beta=1, alpha=1):  # c + a @ b, the same with a bias
+    return c + (a * b.t()).sum(-1)[None] if a.size(0) == 1 and beta == 1 and alpha == 1 else NotImplemented
+
+def rows_backend(gm, example_inputs):
+    "A `torch.compile` backend: Inductor, with every one-row matrix product (`x @ Wᵀ` of a decoding step) as sums over `W`'s rows"
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.decomposition import select_decomp_table
+    table, aten = dict(select_decomp_table()), torch.ops.aten
+    for op, ours in ((aten.mm.default, _rows_mm), (aten.addmm.default, _rows_addmm)): table[op] = _first(ours, table.get(op))
+    return compile_fx(gm, example_inputs, decompositions=table)
+
+def _first(ours, theirs):                  # our decomposition where it applies, else Inductor's own (if it has one)
+    def decompose(*args, **kw):
+        out = ours(*args, **kw)
+        return theirs(*args, **kw) if out is NotImplemented and theirs is not None else out
+    return decompose
+
+@functools.cache
+def compiled_step():
+    "`_static_step(model, kv, tok)` compiled with `rows_backend`, made once: Dynamo keeps the code of each model shape"
+    return torch.compile(_static_step, backend=rows_backend, fullgraph=True)
+
+def rows_layout(model):
+    "Store every `nn.Linear` weight of `model` row by row (contiguous), the order `rows_backend`'s sums read; returns `model`"
+    for m in model.modules():
+        if isinstance(m, nn.Linear) and not m.weight.is_contiguous(): m.weight.data = m.weight.data.contiguous()
+    return model
+
+def _cache_slots(model, needed):              # positions a call can reach, rounded up to 64 (a few lengths, one compiled step)
+    return min(model.seq_len, -(-needed // 64) * 64)
+
+# %% ../nbs/20_generate.ipynb #bf67bbcf
 @torch.no_grad()
 def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks` and `forward(x, cache)`
              prompt,            # 1-D LongTensor of token ids
@@ -230,6 +275,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
              seed=None,         # ...or a seed to make one from
              exclude=None,      # token ids never to generate (fastai's `xxunk`, say)
              cuda_graph=None,   # replay each cached one-token step as a CUDA graph (None: on CUDA devices)
+             compile=False,     # compile the cached one-token step (`compiled_step`: the first call takes 10-60 s on a CPU)
              **options,         # ...or its options: temperature=0.8, top_k=50, top_p, min_p, greedy=True
             ):
     "The `prompt` followed by `n` new token ids, as a 1-D LongTensor on the prompt's device"
@@ -245,10 +291,11 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
     if n == 0: return prompt.clone()
     dev, L = model_device(model), model.seq_len
     if seed is not None: generator = torch.Generator(device=dev).manual_seed(_integer('seed', seed))
-    if cuda_graph is None: cuda_graph = dev.type == 'cuda'
+    if not isinstance(compile, bool): raise TypeError(f"compile: expected True or False, got {type(compile).__name__}")
+    if cuda_graph is None: cuda_graph = dev.type == 'cuda' and not compile
     with evaluating(model):                                                      # no dropout; the mode is restored
         seq = prompt.to(dev)
-        kv = KVCache(model) if cache else None
+        kv = None if not cache else KVCache(model, _cache_slots(model, min(len(seq), L) + n) if compile else None)
         last = {'last': True} if 'last' in inspect.signature(model.forward).parameters else {}   # the head at one position
         logits = model(seq[-L:][None], cache=kv, **last)[0, -1]                  # prefill: (v,)
         step = None
@@ -257,15 +304,15 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
             tok = next_token(logits, sampling, generator, exclude).view(1)
             new.append(tok); seq = torch.cat([seq, tok])
             if i == n - 1: break
-            if cache and kv.n < L:                                     # one new position
-                if step is None and cuda_graph: step = _GraphStep(model, kv)
+            if cache and kv.n < kv.seq_len:                            # one new position
+                if step is None and (cuda_graph or compile): step = _StaticStep(model, kv, compile)
                 logits = step(tok) if step is not None else model(tok[None], cache=kv)[0, -1]
             else:                                                                 # no cache, or the window slides
                 if cache: kv.reset()
                 logits = model(seq[-L:][None], cache=kv, **last)[0, -1]
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
-# %% ../nbs/20_generate.ipynb #50dfda26
+# %% ../nbs/20_generate.ipynb #92622504
 def encode_chars(text,   # the text to encode, one token per character
                  stoi,   # dict: character -> id
                 ):
@@ -277,7 +324,7 @@ def encode_chars(text,   # the text to encode, one token per character
                          f"(the vocabulary has {len(stoi)} characters)")
     return [stoi[c] for c in text]
 
-# %% ../nbs/20_generate.ipynb #e4d8c09a
+# %% ../nbs/20_generate.ipynb #176418f3
 def _codec(vocab):
     "(encode, decode) functions for `vocab`"
     if hasattr(vocab, 'encode') and hasattr(vocab, 'decode'): return vocab.encode, vocab.decode
@@ -288,7 +335,7 @@ def _codec(vocab):
     stoi = {c: i for i, c in enumerate(chars)}
     return (lambda s: encode_chars(s, stoi)), (lambda ids: ''.join(chars[i] for i in ids))
 
-# %% ../nbs/20_generate.ipynb #c39dffa3
+# %% ../nbs/20_generate.ipynb #20fab63c
 def generate_text(model,          # a `GenerationTransformer`
                   vocab,          # `encode`/`decode` object, (encode, decode) pair, or sequence of characters
                   prompt,         # text to continue
