@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import torch
 from fastai.torch_core import set_seed
 from transformers_scratch.cli import main
-from transformers_scratch.config import ModelConfig
+from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.textdata import synth_text_df, text_dls
 from transformers_scratch.classify import classifier_learner, save_classifier
 from transformers_scratch.lmdata import lm_dls
@@ -49,9 +49,10 @@ def tiny_models(d):
     untrained translator) and `enc.pt` (an untrained encoder, as `tfs pretrain` saves it). Returns the classifier's `Learner`"""
     d = Path(d)
     set_seed(0)
-    learn = classifier_learner(text_dls(synth_text_df(n=64), seq_len=16, bs=8, device='cpu'), emb=8, heads=2, depth=1,
-                               seq_len=16, precision='fp32')
-    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, 3e-2)
+    learn = classifier_learner(text_dls(synth_text_df(n=64), seq_len=16, bs=8, device='cpu'),
+                               ModelConfig(emb=8, heads=2, depth=1, seq_len=16, dropout=0.1, fast=True, prenorm=False), TrainConfig(lr=3e-2),
+                               precision='fp32')
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1)
     save_classifier(learn, d/'clf.pt')
     cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
     dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')

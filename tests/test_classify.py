@@ -4,12 +4,13 @@ from dataclasses import asdict
 import pytest, torch
 from transformers_scratch.textdata import text_dls, synth_text_df
 from transformers_scratch.classify import (classifier_learner, padding_invariance_gap, load_classifier, save_classifier,
-                                           predict_text, QUICK)
-from transformers_scratch.config import ModelConfig
+                                           predict_text, run_classify, CLASSIFY_QUICK, CLASSIFY_FULL)
+from transformers_scratch.config import ModelConfig, TrainConfig, Recipe
 from transformers_scratch.models import ClassificationTransformer
 from transformers_scratch.data import imdb_sample_df, DataNotFoundError
 from fastai.torch_core import set_seed
 
+SMALL = ModelConfig(emb=16, heads=2, depth=1, seq_len=24, dropout=0.1, fast=True, prenorm=False)   # a tiny classifier
 MAJORITY = 107 / 200   # IMDB_SAMPLE's validation split: 107 negative, 93 positive
 
 def tfs(*args, env=None, timeout=600):
@@ -38,7 +39,7 @@ def test_classify_quick_learns(trained):
     r, out, secs = trained
     assert r.returncode == 0, r.stderr[-2000:]
     res = last_json(r.stdout)
-    assert res['dataset'] == 'imdb_sample' and res['epochs'] == QUICK['epochs'] and res['quick'] is True
+    assert res['dataset'] == 'imdb_sample' and res['epochs'] == CLASSIFY_QUICK.train.epochs and res['quick'] is True
     assert (res['train_rows'], res['valid_rows']) == (800, 200)
     assert res['accuracy'] >= MAJORITY + 0.12, f"{res['accuracy']} is not well above the majority class {MAJORITY}"
     assert 0 < res['valid_loss'] < 5 and res['device'] in ('cpu', 'cuda', 'mps')
@@ -75,8 +76,8 @@ def test_save_load_round_trip_identical_predictions(tmp_path):
     "save_classifier -> load_classifier (weights_only) -> the same predictions on new texts: to the bit on one device, within 1e-3 across"
     df = synth_text_df()
     set_seed(0)
-    learn = classifier_learner(text_dls(df, seq_len=24, bs=8), emb=16, heads=2, depth=1, seq_len=24)
-    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(2, 3e-2)
+    learn = classifier_learner(text_dls(df, seq_len=24, bs=8), SMALL, TrainConfig(lr=3e-2))
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(2)
     learn.to_fp32()   # compare the weights and the pipeline, not the rounding of bf16/fp16 autocast on a GPU
     texts = list(df.text[-20:]) + ['a superb film ' * 20, 'unseen words: zyzzyva, QUUX!']
     before = learn.get_preds(dl=learn.dls.test_dl(texts))[0]
@@ -100,14 +101,18 @@ def test_save_load_round_trip_identical_predictions(tmp_path):
     assert predict_text(tmp_path/'m.pt', texts[-2])['truncated'] and not predict_text(tmp_path/'m.pt', texts[0])['truncated']
 
 def test_load_refuses_a_file_whose_parts_disagree(tmp_path):
-    "The configuration is read by `config_from_dict`, and the vocabulary and the classes must fit it: one ValueError each"
-    learn = classifier_learner(text_dls(synth_text_df(n=48), seq_len=24, bs=8, device='cpu'), emb=16, heads=2, depth=1, seq_len=24)
+    "The configuration is read by `load_model`, and the vocabulary, the classes and the crop must fit it: one CheckpointError (a ValueError) each"
+    learn = classifier_learner(text_dls(synth_text_df(n=48), seq_len=24, bs=8, device='cpu'), SMALL, TrainConfig())
     ck = torch.load(save_classifier(learn, tmp_path/'m.pt'), weights_only=True)
     for change, pattern in ((lambda c: c['vocab'].pop(), 'vocabulary of .* n_tokens'),
                             (lambda c: c['classes'].append('maybe'), 'class names .* n_classes'),
                             (lambda c: c['config'].update(heads=3), 'config heads: 3 does not divide'),
                             (lambda c: c['config'].update(tie=True), 'unknown keys'),
-                            (lambda c: c['config'].update(emb=2**16, seq_len=2**20), 'memory')):
+                            (lambda c: c['config'].update(emb=2**16, seq_len=2**20), 'memory'),
+                            (lambda c: c['crop'].update(seq_len=25), r'crop seq_len=25: expected an integer in \[1, 24\]'),
+                            (lambda c: c['crop'].update(keep='middle'), r'crop\)$'),
+                            (lambda c: c['state_dict'].pop('toprobs.bias'), r'weights: .*toprobs\.bias'),
+                            (lambda c: c['classes'].__setitem__(0, 3), r'classes: entry 0 is int')):
         bad = copy.deepcopy(ck); change(bad)
         torch.save(bad, tmp_path/'bad.pt')
         with pytest.raises(ValueError, match=r"model: .*bad\.pt' is not a classifier .*\(damaged: .*" + pattern):
@@ -118,11 +123,44 @@ def test_load_refuses_a_file_whose_parts_disagree(tmp_path):
     (['classify', '--epochs', '0'], 'positive'),
     (['classify', '--emb', '10', '--heads', '4'], 'does not divide'),
     (['classify', '--quick', '--heads', '3'], 'divide'),          # 3 does not divide the quick emb=64
+    (['classify', '--quick', '--seq-len', str(2**21)], 'tfs classify: error: --seq-len: expected an integer in [1, 1,048,576]'),
+    (['classify', '--gpt2', 'gpt2', '--quick', '--pos', 'sinusoidal'], 'not --pos'),
     (['predict', '--model', 'no/such/model.pkl', 'good film'], 'no/such/model.pkl'),
     (['predict', '--model', 'no/such/model.pkl', '   '], 'empty'),
-], ids=['dataset', 'epochs', 'heads', 'heads-quick', 'missing-model', 'empty-text'])
+], ids=['dataset', 'epochs', 'heads', 'heads-quick', 'seq-len', 'gpt2-pos', 'missing-model', 'empty-text'])
 def test_bad_arguments(args, pattern):
     assert_one_line_error(tfs(*args, timeout=120), pattern)
+
+@pytest.mark.parametrize('args,env,pattern', [
+    (['--emb', '10'], {}, 'tfs classify: error: --heads: 4 does not divide emb=10'),                       # refused making the recipe
+    (['--emb', '65536', '--seq-len', '65536'], {}, 'tfs classify: error: --emb: emb=65536'),              # refused after the run started
+    (['--data', 'imdb', '--depth', '1000', '--emb', '4096'], {}, 'tfs classify: error: --emb: '),         # the full IMDB recipe, too large
+    ([], {'TFS_DATA': 'EMPTY', 'TFS_OFFLINE': '1'}, "'imdb_sample'"),                                     # no data, found after the start
+    (['--gpt2', 'no/such/folder'], {'TFS_OFFLINE': '1'}, 'no/such/folder'),                               # GPT-2's full recipe, no model
+], ids=['heads', 'memory', 'imdb-memory', 'no-data', 'gpt2-missing'])
+def test_full_configuration_refusals_are_one_line(args, env, pattern, tmp_path):
+    "Without --quick, on a CPU, the note that the full configuration is meant for a GPU waits for training: a refusal is the one line"
+    env = {k: str(tmp_path) if v == 'EMPTY' else v for k, v in env.items()}
+    r = tfs('classify', *args, '--out', str(tmp_path/'m.pt'), env=env, timeout=120)
+    assert_one_line_error(r, pattern)
+    assert 'meant for a GPU' not in r.stderr and r.returncode == 2 and not (tmp_path/'m.pt').exists()
+
+def test_recipes_and_the_learner():
+    "Each dataset's full recipe; a learner takes (dls, config, train), fills the data's fields, keeps train's lr and wd"
+    assert CLASSIFY_FULL['imdb_sample'] is CLASSIFY_QUICK and isinstance(CLASSIFY_FULL['imdb'], Recipe)
+    assert CLASSIFY_FULL['ag_news'].train.max_train is None and CLASSIFY_FULL['ag_news'].model == CLASSIFY_QUICK.model
+    assert (CLASSIFY_FULL['imdb'].train.keep, CLASSIFY_FULL['imdb'].model.seq_len, CLASSIFY_QUICK.train.max_train) == ('both', 1024, 2000)
+    r = CLASSIFY_QUICK.replace(emb=32, epochs=3, pos='sinusoidal')
+    assert (r.model.emb, r.model.pos, r.train.epochs, CLASSIFY_QUICK.model.emb, CLASSIFY_QUICK.train.epochs) == (32, 'sinusoidal', 3, 64, 8)
+    dls = text_dls(synth_text_df(n=48), seq_len=24, bs=8, device='cpu')
+    learn = classifier_learner(dls, SMALL, TrainConfig(lr=5e-3, wd=0.25, compile=True))
+    c = learn.model.config
+    assert (c.n_tokens, c.n_classes, c.pad_idx, c.emb, c.prenorm) == (len(dls.vocab[0]), 2, 1, 16, False)
+    assert (learn.lr, learn.wd) == (5e-3, 0.25) and 'CompileModel' in [type(cb).__name__ for cb in learn.cbs]
+    assert SMALL.n_tokens == 256 and SMALL.pad_idx is None                       # the config given is left as it was
+    for bad, pat in (((SMALL, dict(lr=1e-3)), 'train: expected a TrainConfig'), ((dict(emb=16), TrainConfig()), 'config: expected a ModelConfig')):
+        with pytest.raises(TypeError, match=pat): classifier_learner(dls, *bad)
+    with pytest.raises(TypeError, match='recipe: expected a Recipe'): run_classify(synth_text_df(n=48), dict(epochs=1), quick=True)
 
 def test_empty_text_with_a_real_model(trained):
     _, out, _ = trained
@@ -140,18 +178,18 @@ def test_offline_without_data_fails_at_once(tmp_path, monkeypatch):
 
 @pytest.fixture(scope='module')
 def imdb_dls():
-    return text_dls(imdb_sample_df(), seq_len=QUICK['seq_len'], bs=64)
+    return text_dls(imdb_sample_df(), seq_len=CLASSIFY_QUICK.model.seq_len, bs=64)
 
 def test_batches_are_cropped(imdb_dls):
-    assert max(xb.shape[1] for xb, _ in imdb_dls.train) <= QUICK['seq_len']
-    assert max(xb.shape[1] for xb, _ in imdb_dls.valid) == QUICK['seq_len']   # long reviews exist and were cropped
+    assert max(xb.shape[1] for xb, _ in imdb_dls.train) <= CLASSIFY_QUICK.model.seq_len
+    assert max(xb.shape[1] for xb, _ in imdb_dls.valid) == CLASSIFY_QUICK.model.seq_len   # long reviews exist and were cropped
 
 @pytest.mark.parametrize('pos,pool', [('learned', 'mean'), ('sinusoidal', 'mean'), ('learned', 'max')])
 def test_padding_invariance_real_batches(imdb_dls, pos, pool):
     "In real IMDB batches (pads at the end; at the front too when long and short reviews meet), logits = review alone"
     torch.manual_seed(0)
     v = imdb_dls.vocab[0]
-    m = ClassificationTransformer(ModelConfig(emb=32, heads=4, depth=2, seq_len=QUICK['seq_len'], n_tokens=len(v), n_classes=2,
+    m = ClassificationTransformer(ModelConfig(emb=32, heads=4, depth=2, seq_len=CLASSIFY_QUICK.model.seq_len, n_tokens=len(v), n_classes=2,
                                               pos=pos, pool=pool, pad_idx=v.index('xxpad')))
     batches = [xb.cpu() for xb, _ in imdb_dls.valid]
     df = imdb_sample_df()

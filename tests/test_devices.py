@@ -14,10 +14,13 @@ from fastai.torch_core import set_seed
 from transformers_scratch.runtime import model_device, evaluating
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.textdata import text_dls, synth_text_df
-from transformers_scratch.classify import classifier_learner, padding_invariance_gap, show_text_results, run_classify
+from transformers_scratch.classify import classifier_learner, padding_invariance_gap, show_text_results, run_classify, CLASSIFY_QUICK
+from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.models import ClassificationTransformer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+SMALL = ModelConfig(emb=16, heads=2, depth=1, seq_len=24, dropout=0.1, fast=True, prenorm=False)   # a tiny classifier
 
 def tutorial_helpers():
     "`block_inputs` and `pooled`, defined by 12_imdb's cell that writes them"
@@ -80,7 +83,7 @@ def test_look_inside_helpers_move_the_batch(dls, elsewhere):
 def test_helpers_agree_with_a_cpu_model(dls):
     "The same real model on the CPU: no padding gap, probabilities that sum to one"
     set_seed(0)
-    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    learn = classifier_learner(dls, SMALL, TrainConfig())
     assert padding_invariance_gap(learn.model, dls.valid.one_batch()[0]) < 1e-5
     assert show_text_results(learn, max_n=2).probability.between(0.5, 1).all()
 
@@ -88,7 +91,7 @@ def test_helpers_keep_the_mode(dls):
     "Each helper that runs the model in eval mode gives it back as it came: training stays training, eval stays eval"
     block_inputs, pooled = tutorial_helpers()
     set_seed(0)
-    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    learn = classifier_learner(dls, SMALL, TrainConfig())
     xb = dls.valid.one_batch()[0]
     helpers = {'show_text_results': lambda: show_text_results(learn, max_n=2),
                'padding_invariance_gap': lambda: padding_invariance_gap(learn.model, xb),
@@ -103,21 +106,21 @@ def test_helpers_keep_the_mode(dls):
 def test_learners_take_the_precision_of_the_device(dls, monkeypatch, precision):
     "classifier_learner asks `precision_for` (monkeypatched: a T4 says fp16, an H100 bf16)"
     monkeypatch.setattr(runtime, 'precision_for', lambda device=None, capability=None: precision)
-    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    learn = classifier_learner(dls, SMALL, TrainConfig())
     cbs = [cb for cb in learn.cbs if isinstance(cb, MixedPrecision)]
     assert learn.precision == precision and len(cbs) == 1 and cbs[0].amp_mode.value == precision
-    assert classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='fp32').precision == 'fp32'
+    assert classifier_learner(dls, SMALL, TrainConfig(), precision='fp32').precision == 'fp32'
 
 def test_fp32_on_the_cpu(dls):
-    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24)
+    learn = classifier_learner(dls, SMALL, TrainConfig())
     assert learn.precision == 'fp32' and not any(isinstance(cb, MixedPrecision) for cb in learn.cbs)
-    with pytest.raises(ValueError, match='precision'): classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='fp8')
+    with pytest.raises(ValueError, match='precision'): classifier_learner(dls, SMALL, TrainConfig(), precision='fp8')
 
 def test_mixed_precision_training_then_predictions(dls, monkeypatch):
     "Train with the bf16 callback (autocast only acts on CUDA, so on the CPU this checks the wiring), then predict"
     monkeypatch.setattr(runtime, 'validate_precision', lambda *a, **kw: None)   # bf16 on a CPU is refused, rightly, by default
     set_seed(0)
-    learn = classifier_learner(dls, emb=16, heads=2, depth=1, seq_len=24, precision='bf16')
+    learn = classifier_learner(dls, SMALL, TrainConfig(), precision='bf16')
     with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, 3e-2)
     preds, _ = learn.get_preds()
     assert preds.dtype == torch.float32 and torch.allclose(preds.sum(1), torch.ones(len(preds)), atol=1e-4)
@@ -125,7 +128,7 @@ def test_mixed_precision_training_then_predictions(dls, monkeypatch):
     assert learn.predict('a good film')[0] in ('positive', 'negative')
 
 def test_run_classify_reports_device_precision_and_timings(tmp_path):
-    res = run_classify(synth_text_df(n=48), epochs=2, emb=16, heads=2, depth=1, seq_len=24, quick=True,
+    res = run_classify(synth_text_df(n=48), CLASSIFY_QUICK.replace(epochs=2, emb=16, heads=2, depth=1, seq_len=24), quick=True,
                        out=tmp_path/'m.pkl', cache=tmp_path/'cache')
     assert res['precision'] == 'fp32' and res['device'] == 'cpu'
     assert min(res['tokenize_seconds'], res['train_seconds'], res['eval_seconds']) >= 0

@@ -12,6 +12,7 @@ from fastai.torch_core import set_seed
 from transformers_scratch.lmdata import char_dls
 from transformers_scratch.lm import lm_learner
 from transformers_scratch.classify import classifier_learner
+from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.training import data_parallel, is_main_process
 
 dist.init_process_group('gloo')       # as a launcher that leaves RANK unset (accelerate's CPU one) would have it:
@@ -38,7 +39,7 @@ x = torch.randint(2, 20, (64, 12)); x[::3, 8:] = 1                   # 1 is the 
 ds = list(zip(x, (x == 5).any(1).long()))
 cdls = DataLoaders(DataLoader(ds[:48], bs=8, shuffle=True, drop_last=True), DataLoader(ds[48:], bs=8), device='cpu')
 cdls.vocab, cdls.c = [['xxunk', 'xxpad'] + [f'w{i}' for i in range(2, 20)], ['no', 'yes']], 2
-cl = fit(classifier_learner(cdls, emb=16, heads=2, depth=1, seq_len=12), 2)
+cl = fit(classifier_learner(cdls, ModelConfig(emb=16, heads=2, depth=1, seq_len=12, dropout=0.1, fast=True, prenorm=False), TrainConfig()), 2)
 json.dump({'rank': rank, 'main': is_main_process(), 'seen': seen, 'lm': lm, 'classify': cl}, open(f"{sys.argv[1]}/rank{rank}.json", 'w'))
 '''
 

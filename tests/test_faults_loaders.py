@@ -364,12 +364,12 @@ def test_quick_gpt2_folder_removed_on_every_exit(tmp_path, monkeypatch):
     made = []
     real = GC.tiny_gpt2
     monkeypatch.setattr(GC, 'tiny_gpt2', lambda folder, *a, **k: made.append(Path(folder)) or real(folder, *a, **k))
-    res = run_gpt2_classify(quick=True, epochs=1, seq_len=16)
+    res = run_gpt2_classify(recipe=GC.GPT2_CLASSIFY_QUICK.replace(epochs=1, seq_len=16), quick=True)
     assert res['quick'] and made and made[-1].parent.parent == tmp_path and not made[-1].exists() and left(tmp_path) == []
     for exc in (ValueError('boom'), KeyboardInterrupt()):
         def fail(*a, **k): raise exc
         monkeypatch.setattr(GC, 'load_gpt2', fail)
-        with pytest.raises(type(exc)): run_gpt2_classify(quick=True, epochs=1)
+        with pytest.raises(type(exc)): run_gpt2_classify(recipe=GC.GPT2_CLASSIFY_QUICK.replace(epochs=1), quick=True)
         assert made[-1].is_dir() is False and left(tmp_path) == [], left(tmp_path)
 
 def test_quick_gpt2_ctrl_c_leaves_nothing(tmp_path):

@@ -251,7 +251,7 @@ def test_load_gpt2_classifier_errors(tmp_path):
                            ('heads', dict(config={**good['config'], 'heads': 3}), r'damaged: config heads: 3 does not divide emb=16'),
                            ('classes3', dict(classes=['a', 'b', 'c']), r'damaged: config n_classes=2, but 3 classes'),
                            ('seq', dict(seq_len=33), r"damaged: seq_len=33 is more than the model's config seq_len=32"),
-                           ('shape', dict(config={**good['config'], 'n_tokens': good['config']['n_tokens'] + 1}), 'does not match its configuration')):
+                           ('shape', dict(config={**good['config'], 'n_tokens': good['config']['n_tokens'] + 1}), r'damaged: weights: .*size mismatch')):
         save_checkpoint(tmp_path/f'{name}.pt', FORMAT, m, **{**good, **bad})
         with pytest.raises(ValueError, match=pat) as e: load_gpt2_classifier(tmp_path/f'{name}.pt')
         assert one_line(e), name
@@ -268,12 +268,12 @@ def test_run_gpt2_classify_bad_out_fails_before_work(tmp_path, monkeypatch):
 def test_run_gpt2_classify_folder_out(tmp_path):
     "Fine-tune a folder's GPT-2 (not the quick path's tiny stand-in) and save it: the file holds the folder's config and tokenizer"
     folder = saved_with_tokenizer(tmp_path/'m')
-    res = run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16, out=tmp_path/'clf.pt')
+    res = run_gpt2_classify(str(folder), 'imdb_sample', gpt2_classify.GPT2_CLASSIFY_FULL.replace(epochs=1, seq_len=16), out=tmp_path/'clf.pt')
     assert res['model'] == str((tmp_path/'clf.pt').absolute()) and res['source'] == str(folder) and not res['quick'] and res['seq_len'] == 16
     clf = load_gpt2_classifier(tmp_path/'clf.pt')
     assert clf.model.config == replace(load_gpt2(folder).config, n_classes=2) and clf.classes == ['negative', 'positive'] and clf.seq_len == 16
     assert clf.tok.encode("the cat sat") == gpt2_tokenizer(folder).encode("the cat sat")
-    assert run_gpt2_classify(str(folder), 'imdb_sample', epochs=1, seq_len=16)['model'] is None    # no --out: nothing saved
+    assert run_gpt2_classify(str(folder), 'imdb_sample', gpt2_classify.GPT2_CLASSIFY_FULL.replace(epochs=1, seq_len=16))['model'] is None    # no --out: nothing saved
 
 def test_cli_classify_gpt2_out(tmp_path):
     from transformers_scratch.data import imdb_sample_df
