@@ -217,3 +217,13 @@ def test_a_fifo_where_a_notebook_goes_is_named(tmp_path):
     dest = tmp_path/'handout'; dest.mkdir(); os.mkfifo(dest/'01_ok.ipynb')
     refused(tfs('handout', '--src', str(src), '--dest', str(dest)), '--dest', "01_ok.ipynb' is not a regular file, not a notebook")
     assert listing(dest) == ['01_ok.ipynb']
+
+def test_a_symbolic_link_that_loops_is_one_line(tmp_path):
+    "--dest through a link to itself (pathlib raises RuntimeError, not OSError) and a notebook of --src that loops: one line each"
+    src = lesson(tmp_path)
+    (tmp_path/'loop').symlink_to('loop')
+    for dest in ('loop', 'loop/handout'):
+        refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/dest)), f"--dest {str(tmp_path/dest)!r} cannot be looked up", 'give a folder')
+    (src/'02_loop.ipynb').symlink_to('02_loop.ipynb')
+    refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/'handout')), '--src', "02_loop.ipynb' is not a lesson notebook", 'cannot be read')
+    assert listing(tmp_path) == ['loop', 'nbs', 'nbs/01_ok.ipynb', 'nbs/02_loop.ipynb']

@@ -155,11 +155,14 @@ _GET = (f"run it from a clone of the course (git clone https://github.com/{REPO}
         f"or open the learner's edition directly: https://github.com/{REPO}/tree/{BRANCH}/handout")
 
 def _check_dest(src, dest):
-    "Refuse a `dest` that is `src`, lies inside it, or lies under a regular file"
-    s, d = src.resolve(), dest.resolve()
+    "Refuse a `dest` that is `src`, lies inside it, lies under a regular file, or cannot be looked up (a symbolic link that loops)"
+    try:
+        s, d = src.resolve(), dest.resolve()
+        under = next((p for p in [d] + list(d.parents) if p.exists() and not p.is_dir()), None)
+    except (RuntimeError, OSError) as e:   # pathlib: RuntimeError for a loop before Python 3.13, OSError (ELOOP) after
+        raise ValueError(f"--dest {str(dest)!r} cannot be looked up ({getattr(e, 'strerror', None) or e}); give a folder") from None
     if d == s or s in d.parents: raise ValueError(f"--dest {str(dest)!r} is the notebook folder or inside it; give a folder outside --src {str(src)!r}")
-    for p in [d] + list(d.parents):
-        if p.exists() and not p.is_dir(): raise ValueError(f"--dest {str(dest)!r}: {str(p)!r} is a file, not a folder")
+    if under is not None: raise ValueError(f"--dest {str(dest)!r}: {str(under)!r} is a file, not a folder")
 
 def _umask():   # as `checkpoints._umask`: the handout writer does not import torch
     m = os.umask(0); os.umask(m)
@@ -217,8 +220,8 @@ def make_handout(src='nbs',          # folder of lesson notebooks
             if not isinstance(nb, dict) or not isinstance(nb.get('cells'), list): raise ValueError("no list of cells")
             if is_internal(nb): continue
             out[p.name] = json.dumps(handout_nb(nb, name=p.name), indent=1, ensure_ascii=False) + '\n'
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-            msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, OSError) as e:
+            msg = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else f"it cannot be read ({e.strerror or e})" if isinstance(e, OSError) else str(e)
             raise ValueError(f"--src: {str(p)!r} is not a lesson notebook the handout can be written from: {msg}") from None
     real = dest.resolve()                 # a link to a folder: the folder it points to is replaced, the link stays
     for n in out:
