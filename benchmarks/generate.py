@@ -19,6 +19,9 @@
   heads sharing 3 key/value heads, SwiGLU 1536, 49,152 tokens, tied, RoPE θ = 100000), saved by Hugging Face's
   `LlamaForCausalLM.save_pretrained` and read by `load_pretrained` (lesson 28), or `--llama FOLDER`; our cached greedy
   decoding vs Hugging Face's `generate`, interleaved rounds, tokens checked equal.
+- `gpt2` and `llama` race our decoding twice: eagerly, and with its one-token step compiled (`generate(compile=True)`,
+  lesson 20: Inductor, each one-row matrix product written as sums over the weight's rows); the compiled step's first
+  call compiles and is not timed (`--no-compiled` leaves it out).
 - `roofline` (run with `gpt2` and `llama`, or alone): at batch 1 every new token reads every weight once, so decoding
   cannot beat (memory read rate) / (bytes of weights) tokens/s. The read rate is measured in the same run: the best of
   several sums of a 256 MiB fp32 tensor and several products of a 256 MiB fp32 matrix with a vector, whichever is
@@ -210,21 +213,32 @@ def roofline(rates, wbytes, tps):
 def say_roofline(name, r):
     f, m = r['fraction_of_limit'], r['fraction_of_matvec_limit']
     print(f"{name} roofline: {r['weight_mb_fp32']:.0f} MB of fp32 weights at {r['read_gb_per_s']:.1f} GB/s: limit "
-          f"{r['limit_tokens_per_s']:.1f} tok/s; ours {f['ours']:.2f} of it, Hugging Face {f['hugging_face']:.2f} "
-          f"(at the matrix-vector rate, {r['matvec_gb_per_s']:.1f} GB/s = {r['matvec_limit_tokens_per_s']:.1f} tok/s: "
-          f"ours {m['ours']:.2f}, Hugging Face {m['hugging_face']:.2f})")
+          f"{r['limit_tokens_per_s']:.1f} tok/s; " + ', '.join(f"{WAYS[k]} {v:.2f} of it" for k, v in f.items()) +
+          f" (at the matrix-vector rate, {r['matvec_gb_per_s']:.1f} GB/s = {r['matvec_limit_tokens_per_s']:.1f} tok/s: " +
+          ', '.join(f"{WAYS[k]} {v:.2f}" for k, v in m.items()) + ")")
+
+WAYS = {'ours': 'ours (eager)', 'ours_compiled': 'ours (compiled step)', 'hugging_face': 'Hugging Face'}
 
 def race(runs, n, rounds, dev):
-    "Interleaved greedy decoding of `n` tokens by `runs` {'ours': f, 'hugging_face': g}: tokens/s of each, ours / theirs, same tokens?"
+    """Interleaved greedy decoding of `n` tokens by `runs` {'ours': f, 'ours_compiled': f2, 'hugging_face': g}: tokens/s of each,
+    each of ours / theirs, the same tokens as theirs?, and the seconds of each first call (the compiled step compiles then)"""
+    first = {}
     with torch.no_grad():
-        for f in runs.values(): f()                                                    # warm-up
+        for k, f in runs.items(): first[k] = round(timed(f, dev)[0], 1)                # warm-up (and compiling)
         secs, outs = {k: 0. for k in runs}, {}
         for _ in range(rounds):
             for k, f in runs.items():
                 s, outs[k] = timed(f, dev)
                 secs[k] += s
     tps = {k: round(n * rounds / s, 1) for k, s in secs.items()}
-    return tps, tps['ours'] / tps['hugging_face'], torch.equal(outs['ours'].cpu(), outs['hugging_face'].cpu())
+    ours = [k for k in runs if k != 'hugging_face']
+    return (tps, {k: round(tps[k] / tps['hugging_face'], 2) for k in ours},
+            {k: torch.equal(outs[k].cpu(), outs['hugging_face'].cpu()) for k in ours}, first)
+
+def say_race(name, what, tps, ratio, same, first):
+    print(f"{name} {what}: " + ', '.join(f"{WAYS[k]} {v:.1f} tok/s" for k, v in tps.items()) + "; " +
+          ', '.join(f"{WAYS[k]} / Hugging Face = {r:.2f}x (tokens {'identical' if same[k] else 'DIFFER'})" for k, r in ratio.items()) +
+          (f"; the compiled step's first call (compiling) {first['ours_compiled']:.0f} s" if 'ours_compiled' in first else ''))
 
 def bench_gpt2(a, dev):
     "Greedy decoding with the KV cache: our `generate` on `load_gpt2(folder)` vs Hugging Face's `generate`, same weights"
@@ -242,15 +256,17 @@ def bench_gpt2(a, dev):
     hf = GPT2LMHeadModel.from_pretrained(folder).to(dev).eval()
     prompt = torch.randint(0, ours.config.n_tokens, (a.gpt2_prompt,), generator=torch.Generator().manual_seed(1)).to(dev)
     n = a.gpt2_n
-    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
-            'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
-                                                pad_token_id=0)[0]}
-    tps, ratio, same = race(runs, n, a.rounds, dev)
-    print(f"gpt2 {what}: prompt {len(prompt)}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, Hugging Face "
-          f"{tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
+    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True)}
+    if a.compiled:       # compile=True stores the weights row by row: its own copy keeps the eager one in Conv1D's column order
+        ours_c = load_gpt2(folder, dev)
+        runs['ours_compiled'] = lambda: generate(ours_c, prompt, n, greedy=True, cache=True, compile=True)
+    runs['hugging_face'] = lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
+                                               pad_token_id=0)[0]
+    tps, ratio, same, first = race(runs, n, a.rounds, dev)
+    say_race('gpt2', f"{what}: prompt {len(prompt)}, {n} new, greedy, KV cache", tps, ratio, same, first)
     layout = bench_layout(ours, a, dev)
     return {'weights': what, 'prompt': len(prompt), 'new_tokens': n, 'rounds': a.rounds, 'tokens_per_s': tps,
-            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same,
+            'ours_vs_hugging_face': ratio, 'identical_tokens': same, 'first_call_s': first,
             'weight_bytes': weight_bytes(ours), 'layout': layout}
 
 SMOLLM2_135M = dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536,
@@ -273,15 +289,16 @@ def bench_llama(a, dev):
     ours = load_pretrained(folder, dev, seq_len=plen + n, fast=a.llama_fast)   # the KV cache preallocates seq_len positions
     hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(dev).eval()
     prompt = torch.randint(0, ours.config.n_tokens, (plen,), generator=torch.Generator().manual_seed(1)).to(dev)
-    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True),
-            'hugging_face': lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
-                                                pad_token_id=0)[0]}
-    tps, ratio, same = race(runs, n, a.rounds, dev)
+    runs = {'ours': lambda: generate(ours, prompt, n, greedy=True, cache=True)}
+    if a.compiled:       # Llama's weights are in rows already: the compiled step reads the same model
+        runs['ours_compiled'] = lambda: generate(ours, prompt, n, greedy=True, cache=True, compile=True)
+    runs['hugging_face'] = lambda: hf.generate(prompt[None], max_new_tokens=n, min_new_tokens=n, do_sample=False, use_cache=True,
+                                               pad_token_id=0)[0]
+    tps, ratio, same, first = race(runs, n, a.rounds, dev)
     n_params = sum(p.numel() for p in ours.parameters())
-    print(f"llama {what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache: ours {tps['ours']:.1f} tok/s, "
-          f"Hugging Face {tps['hugging_face']:.1f} tok/s; ours / Hugging Face = {ratio:.2f}x; tokens {'identical' if same else 'DIFFER'}")
+    say_race('llama', f"{what}, {n_params / 1e6:.1f}M parameters: prompt {plen}, {n} new, greedy, KV cache", tps, ratio, same, first)
     return {'weights': what, 'parameters': n_params, 'prompt': plen, 'new_tokens': n, 'rounds': a.rounds, 'fast': a.llama_fast, 'tokens_per_s': tps,
-            'ours_vs_hugging_face': round(ratio, 2), 'identical_tokens': same,
+            'ours_vs_hugging_face': ratio, 'identical_tokens': same, 'first_call_s': first,
             'weight_bytes': weight_bytes(ours)}
 
 def bench_layout(model, a, dev):
@@ -323,6 +340,8 @@ def main():
     p.add_argument('--llama', help='llama: a folder from save_pretrained (default: a random SmolLM2-135M shape)')
     p.add_argument('--llama-n', type=int, default=32, help='llama: new tokens'); p.add_argument('--llama-prompt', type=int, default=16)
     p.add_argument('--llama-fast', action=argparse.BooleanOptionalAction, default=True, help='llama: our attention through SDPA (default) or explicit')
+    p.add_argument('--compiled', action=argparse.BooleanOptionalAction, default=True,
+                   help='gpt2, llama: also race our compiled decoding step, generate(compile=True) (default; its first call compiles, untimed)')
     p.add_argument('--full', action='store_true', help="nanoGPT shakespeare_char sizes for throughput and valid (a GPU)")
     p.add_argument('--n', type=int, default=256, help='kv: new tokens')
     p.add_argument('--rounds', type=int, default=2); p.add_argument('--steps', type=int, default=5)
@@ -366,8 +385,8 @@ def main():
             if k in out:
                 out[k]['roofline'] = roofline(out['read_rate'], out[k]['weight_bytes'], out[k]['tokens_per_s'])
                 say_roofline(k, out[k]['roofline'])
-                print(f"{k}: ours / Hugging Face = {out[k]['ours_vs_hugging_face']:.2f}x, tokens "
-                      f"{'identical' if out[k]['identical_tokens'] else 'DIFFER'}")
+                print(f"{k}: " + ', '.join(f"{WAYS[w]} / Hugging Face = {r:.2f}x, tokens {'identical' if out[k]['identical_tokens'][w] else 'DIFFER'}"
+                                           for w, r in out[k]['ours_vs_hugging_face'].items()))
     out['machine']['load_average_after'] = [round(l, 2) for l in os.getloadavg()]
     print(json.dumps(out))
 
