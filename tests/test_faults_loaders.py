@@ -19,7 +19,7 @@ from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifi
 from transformers_scratch.textdata import numericalize_df, synth_text_df, text_dls
 from transformers_scratch.classify import load_classifier
 from transformers_scratch.data import validate_texts
-from transformers_scratch.lm import note_truncation
+from transformers_scratch.runtime import note_truncation
 from transformers_scratch import pretrain as P
 from faultkit import tfs, one_line, left, env, tiny_models   # the shared assertions and tiny models of every fault case
 

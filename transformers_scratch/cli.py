@@ -234,7 +234,7 @@ def _predict(a):
     from transformers_scratch.classify import predict_text
     from transformers_scratch.gpt2_classify import is_gpt2_classifier, predict_gpt2_text   # a file of `tfs classify --gpt2 --out`
     res = (predict_gpt2_text if is_gpt2_classifier(a.model) else predict_text)(a.model, a.text)
-    from transformers_scratch.lm import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
+    from transformers_scratch.runtime import note_truncation   # the note of every `tfs` command, on stderr: the JSON line stays last
     if res['truncated']: note_truncation(res['tokens'], res['seq_len'], 'the text', res['keep'])
     return res
 
@@ -291,7 +291,7 @@ def _translate_run(a):
         if given is not None and given != have: raise CLIError(f"tfs translate: error: {name} {given}: the model translates {tr.src} -> {tr.tgt}")
     beam = a.beam or 1
     if beam > len(tr.tgt_vocab): raise CLIError(f"tfs translate: error: --beam must be at most the model's {len(tr.tgt_vocab)} target tokens, got {beam}")
-    from transformers_scratch.lm import note_truncation   # the note of every `tfs` command
+    from transformers_scratch.runtime import note_truncation   # the note of every `tfs` command
     noted = False
     def one(s):
         nonlocal noted

@@ -19,7 +19,7 @@ from .hub import (PretrainedError, listed, pretrained_files, read_config_json, r
 from .models import GenerationTransformer
 from .generate import generate, sampling_of, validate_new_tokens
 from .training import start_run
-from .lm import note_truncation
+from .runtime import note_truncation   # the note of every `tfs` command
 
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub
