@@ -298,19 +298,13 @@ def test_a_data_file_is_named_with_its_flag(tmp_path, every_data, args, f, conte
     assert line.startswith('tfs') and Path(f).name in line
     assert r.stdout == '' and not out.exists() and not list(tmp_path.glob('.m.pt*'))   # no training (it prints), no model
 
-def test_the_shortest_text_makes_one_window_each_side(every_data, monkeypatch):
-    "The minimum the error asks for is the true one: 641 characters give one validation window at seq_len=64, 640 none"
-    from transformers_scratch.lmdata import lm_dls
-    from transformers_scratch.lm import lm_config
-    from transformers_scratch.data import DataFileError
-    monkeypatch.setenv('TFS_DATA', str(every_data)); monkeypatch.setenv('TFS_OFFLINE', '1')
-    cfg = lm_config('char', quick=True)
+def test_the_shortest_text_makes_one_window_each_side():
+    "The minimum the error above asks for is the true one: at seq_len=64 (--quick), 641 characters give a window each side of the cut, 640 none"
+    from transformers_scratch.lmdata import char_dls, ShortTextError
     text = (SHORT * 11)[:641]
-    _replace(every_data/'tinyshakespeare'/'input.txt', text.encode())
-    dls, _ = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
-    assert cfg['seq_len'] == 64 and len(dls.valid.dataset) == 1 and len(dls.train.dataset) >= 1 and len(dls.train) > 0
-    (every_data/'tinyshakespeare'/'input.txt').write_text(text[:-1])
-    with pytest.raises(DataFileError, match='640 characters'): lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
+    dls = char_dls(text, 64, bs=4, valid_pct=0.1, device='cpu')
+    assert len(dls.valid.dataset) == 1 and len(dls.train.dataset) >= 1 and len(dls.train) > 0
+    with pytest.raises(ShortTextError, match='640 characters.*give at least 641 characters'): char_dls(text[:-1], 64, bs=4, valid_pct=0.1)
 
 # --------------------------------------------------------------------------- what still works, said once, and real bugs
 def test_predict_before_save_equals_after_load_and_truncation_is_said_once(d, capsys):
