@@ -235,12 +235,21 @@ def _rows_mm(a, b):                        # a (1, k) @ b (k, n): n dot products
 def _rows_addmm(c, a, b, beta=1, alpha=1):  # c + a @ b, the same with a bias
     return c + (a * b.t()).sum(-1)[None] if a.size(0) == 1 and beta == 1 and alpha == 1 else NotImplemented
 
+def _rows_bmm(a, b):                       # a (B, 1, k) @ b (B, k, n): one query's attention scores, or its weighted values
+    return (a.transpose(1, 2) * b).sum(1, keepdim=True) if a.size(1) == 1 else NotImplemented
+
+def _one_query_sdpa(sdpa_math, q, k, v, *args, **kw):   # one query's attention: the math, which Inductor fuses, not a call of the flash kernel
+    return sdpa_math(q, k, v, *args, **kw) if q.size(2) == 1 else NotImplemented
+
 def rows_backend(gm, example_inputs):
     "A `torch.compile` backend: Inductor, with every one-row matrix product (`x @ Wᵀ` of a decoding step) as sums over `W`'s rows"
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.decomposition import select_decomp_table
+    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as sdpa_math
     table, aten = dict(select_decomp_table()), torch.ops.aten
-    for op, ours in ((aten.mm.default, _rows_mm), (aten.addmm.default, _rows_addmm)): table[op] = _first(ours, table.get(op))
+    ours = {aten.mm.default: _rows_mm, aten.addmm.default: _rows_addmm, aten.bmm.default: _rows_bmm,
+            aten._scaled_dot_product_flash_attention_for_cpu.default: lambda *a, **k: _one_query_sdpa(sdpa_math, *a, **k)}
+    for op, f in ours.items(): table[op] = _first(f, table.get(op))
     return compile_fx(gm, example_inputs, decompositions=table)
 
 def _first(ours, theirs):                  # our decomposition where it applies, else Inductor's own (if it has one)
