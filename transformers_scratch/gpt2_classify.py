@@ -19,7 +19,7 @@ from fastai.metrics import accuracy
 from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_model, validate_archive
 from .config import TrainConfig, Recipe
-from .runtime import model_device, evaluating, set_precision
+from .runtime import model_device, evaluating, set_precision, note_at_training
 from .models import GenerationTransformer, init_weights
 from .training import start_run
 from .data import validate_texts, imdb_df, imdb_sample_df
@@ -165,8 +165,8 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
     with ExitStack() as stack:                                         # the quick model's folder goes on any exit, Ctrl-C too
         if quick:
             data, df = 'imdb_sample', imdb_sample_df()
-            print("quick: fine-tuning a tiny randomly initialised GPT-2-shaped model on IMDB_SAMPLE: it tests the code path, "
-                  "its accuracy says nothing about GPT-2", file=sys.stderr)
+            note_at_training("quick: fine-tuning a tiny randomly initialised GPT-2-shaped model on IMDB_SAMPLE: it tests the code "
+                             "path, its accuracy says nothing about GPT-2")   # said when training starts: a refusal before stays one line
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='tfs-tiny-gpt2-')))
             source = tiny_gpt2(tmp/'tiny-gpt2', df.text[~df.is_valid].tolist(), m.emb, m.heads, m.depth, m.seq_len, seed=seed)
         else: df = imdb_df() if data == 'imdb' else imdb_sample_df()
@@ -174,9 +174,9 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
         lm = load_gpt2(source, dev)
         tok, n_pos = validate_tokenizer(gpt2_tokenizer(source), lm.config.n_tokens, source), lm.config.seq_len
         seq_len = min(m.seq_len, n_pos)
-        if seq_len < m.seq_len: print(f"tfs: note: seq_len {m.seq_len} is more than the model's {n_pos} positions: texts are cut to "
-                                      f"their last {n_pos} tokens", file=sys.stderr)
         dls = gpt2_dls(df, tok, seq_len, t.bs, dev)
+        if seq_len < m.seq_len: print(f"tfs: note: seq_len {m.seq_len} is more than the model's {n_pos} positions: texts are cut to "
+                                      f"their last {n_pos} tokens", file=sys.stderr)   # after what can refuse the data
         learn = Learner(dls, GPT2Classifier(lm, dls.c, tok.eos_id, pool).to(dev).train(), loss_func=nn.CrossEntropyLoss(), metrics=accuracy,
                         lr=t.lr, wd=t.wd)
         set_precision(learn, precision)
