@@ -12,14 +12,17 @@ import argparse, time, platform
 from dataclasses import replace
 import torch, pandas as pd
 from fastai.torch_core import set_seed
-from transformers_scratch.config import ModelConfig
+from transformers_scratch.config import ModelConfig, TrainConfig, Recipe, ConfigError
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.lmdata import char_dls, lm_text
 from transformers_scratch.lm import lm_learner
 from transformers_scratch.runtime import default_device
 
-ABLATION = {'quick': dict(emb=64, heads=4, depth=2, seq_len=32, dropout=0., bs=16, n_batches=200, lr=6e-3, valid_pct=0.02),
-            'full': dict(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, bs=64, n_batches=2000, lr=1e-3, valid_pct=0.1)}
+# lesson 27's recipes: the baseline's model and the training of every run
+ABLATION_QUICK = Recipe(ModelConfig(emb=64, heads=4, depth=2, seq_len=32, fast=True),
+                        TrainConfig(bs=16, n_batches=200, lr=6e-3, wd=0.1, valid_pct=0.02))
+ABLATION_FULL = Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=256, dropout=0.2, fast=True),
+                       TrainConfig(bs=64, n_batches=2000, lr=1e-3, wd=0.1, valid_pct=0.1))
 
 def count_params(config):
     "Parameters of `GenerationTransformer(config)`, counted on the meta device: nothing is allocated"
@@ -40,27 +43,27 @@ def ablation_variants(base):
     n = count_params(base)
     return {k: match_hidden(c, n) if c.mlp == 'swiglu' else c for k, c in v.items()}
 
-def ablation_dls(cfg, device=None):
+def ablation_dls(recipe, device=None):
     "Tiny Shakespeare in characters: `n_batches` random training windows; the last `valid_pct` of the text, for validation"
-    return char_dls(lm_text('tinyshakespeare'), cfg['seq_len'], cfg['bs'], cfg['n_batches'], cfg['valid_pct'], device=device)
+    t = recipe.train
+    return char_dls(lm_text('tinyshakespeare'), recipe.model.seq_len, t.bs, t.n_batches, t.valid_pct, device=device)
 
-def train_variant(config, cfg, seed, device=None):
-    "Validation loss (nats per character) of `GenerationTransformer(config)` trained from `seed`"
+def train_variant(config, recipe, seed, device=None):
+    "Validation loss (nats per character) of `GenerationTransformer(config)` trained from `seed` as `recipe.train` says"
     set_seed(seed)                                     # the seed draws the weights and the batches
-    learn = lm_learner(ablation_dls(cfg, device), model=GenerationTransformer(config))
+    learn = lm_learner(ablation_dls(recipe, device), config, recipe.train)
     with learn.no_bar(), learn.no_logging():
-        learn.fit_one_cycle(1, cfg['lr'])
+        learn.fit_one_cycle(recipe.train.epochs, recipe.train.lr)
         return learn.validate()[0]
 
-def run_ablation(cfg, seeds=(0, 1, 2), device=None):
+def run_ablation(recipe, seeds=(0, 1, 2), device=None):
     "Every variant once per seed: a DataFrame of variant, seed, params, valid_loss, seconds"
-    base = ModelConfig(emb=cfg['emb'], heads=cfg['heads'], depth=cfg['depth'], seq_len=cfg['seq_len'],
-                       n_tokens=len(ablation_dls(cfg).vocab), dropout=cfg['dropout'], fast=True)
+    base = replace(recipe.model, n_tokens=len(ablation_dls(recipe).vocab))
     rows = []
     for name, c in ablation_variants(base).items():
         for seed in seeds:
             t0 = time.perf_counter()
-            loss = train_variant(c, cfg, seed, device)
+            loss = train_variant(c, recipe, seed, device)
             rows.append(dict(variant=name, seed=seed, params=count_params(c), valid_loss=loss, seconds=time.perf_counter() - t0))
         last = rows[-len(seeds):]
         print(f"{name:12s} " + ', '.join(f"{r['valid_loss']:.4f}" for r in last) + f"  ({sum(r['seconds'] for r in last):.1f} s)")
@@ -74,15 +77,16 @@ def main(argv=None):
     for k in ('emb', 'heads', 'depth', 'seq_len', 'bs', 'n_batches'): p.add_argument('--' + k.replace('_', '-'), type=int)
     for k in ('lr', 'dropout', 'valid_pct'): p.add_argument('--' + k.replace('_', '-'), type=float)
     a = p.parse_args(argv)
-    cfg = dict(ABLATION['full' if a.full else 'quick'])
-    cfg.update({k: v for k, v in vars(a).items() if k in cfg and v is not None})
+    keys = ('emb', 'heads', 'depth', 'seq_len', 'bs', 'n_batches', 'lr', 'dropout', 'valid_pct')
+    try: recipe = (ABLATION_FULL if a.full else ABLATION_QUICK).replace(**{k: getattr(a, k) for k in keys})   # made once, here
+    except ConfigError as e: p.error(f"--{e.key.replace('_', '-')}: {e.why}")
     if a.threads: torch.set_num_threads(a.threads)
     dev = default_device()
-    print(f"{'full' if a.full else 'quick'} configuration {cfg}, seeds {a.seeds}")
+    print(f"{'full' if a.full else 'quick'} recipe {recipe}, seeds {a.seeds}")
     print(f"device: {dev} ({torch.cuda.get_device_name() if dev.type == 'cuda' else platform.processor() or platform.machine()}, "
           f"{torch.get_num_threads()} threads), torch {torch.__version__}")
     t0 = time.perf_counter()
-    runs = run_ablation(cfg, seeds=tuple(a.seeds), device=dev)
+    runs = run_ablation(recipe, seeds=tuple(a.seeds), device=dev)
     print(f"{len(runs)} runs in {time.perf_counter() - t0:.0f} s\n")
     g = runs.groupby('variant', sort=False)
     t = pd.DataFrame({'params': g.params.first(), 'valid_loss': g.valid_loss.mean(), 'std': g.valid_loss.std()})

@@ -10,7 +10,7 @@ from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.textdata import synth_text_df, text_dls
 from transformers_scratch.classify import classifier_learner, save_classifier
 from transformers_scratch.lmdata import lm_dls
-from transformers_scratch.lm import lm_config, lm_learner, save_lm
+from transformers_scratch.lm import LM_QUICK, lm_learner, save_lm
 from transformers_scratch.translate import Vocab, SPECIALS, PAD, Translator, save_translator
 from transformers_scratch.seq2seq import Seq2SeqTransformer
 from transformers_scratch.mlm import MaskedLMTransformer
@@ -54,9 +54,9 @@ def tiny_models(d):
                                precision='fp32')
     with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1)
     save_classifier(learn, d/'clf.pt')
-    cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 16, 'n_batches': 2}
-    dls, codec = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
-    save_lm(lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')}), d/'lm.pt',
+    r = LM_QUICK['char'].replace(emb=16, heads=2, depth=1, seq_len=16, n_batches=2)
+    dls, codec = lm_dls('tinyshakespeare', 'char', r, device='cpu')
+    save_lm(lm_learner(dls, r.model, r.train), d/'lm.pt',
             'tinyshakespeare', 'char', codec)
     sv, tv = Vocab(SPECIALS + WORDS), Vocab(SPECIALS + WORDS[::-1])
     torch.manual_seed(0)

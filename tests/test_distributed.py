@@ -33,7 +33,7 @@ def fit(learn, epochs):
 
 set_seed(0)
 dls = char_dls('the cat sat on the mat. ' * 40, seq_len=8, bs=4, n_batches=6, device='cpu')
-lm = fit(lm_learner(dls, emb=16, heads=2, depth=1), 2)
+lm = fit(lm_learner(dls, ModelConfig(emb=16, heads=2, depth=1, seq_len=8, fast=True), TrainConfig(wd=0.1)), 2)
 set_seed(0)
 x = torch.randint(2, 20, (64, 12)); x[::3, 8:] = 1                   # 1 is the padding token
 ds = list(zip(x, (x == 5).any(1).long()))

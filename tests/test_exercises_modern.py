@@ -284,12 +284,12 @@ shell = InteractiveShell.instance()
 ns, seen = shell.user_ns, {}
 for i, src in enumerate(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code'):
     if re.search(r'^(def|class) my_\w+', src, re.M): src = answers if 'def my_rotary' in src else 'pass'
-    if 'run_ablation(cfg' in src: seen['before ablation'] = dict(ns['CALLS'])
+    if 'run_ablation(recipe' in src: seen['before ablation'] = dict(ns['CALLS'])
     if 'class YourAttention' in src: seen['checks'] = dict(ns['CALLS'])      # after the checks, the cells the lesson goes on with
     r = shell.run_cell(src, silent=True)
     if not r.success: sys.exit(f"code cell {i} raised {r.error_in_exec!r}: {src[:300]}")
     if isinstance(ns.get('cfg'), dict) and ns['cfg'].get('n_batches', 0) > 10: ns['cfg']['n_batches'] = 10   # keep it short
-    if 'run_ablation(cfg' in src: seen['after ablation'] = dict(ns['CALLS'])
+    if 'run_ablation(recipe' in src: seen['after ablation'] = dict(ns['CALLS'])
 seen['passed'] = [n for n in ('rotary', 'rms_norm', 'SwiGLU', 'repeat_kv') if ns[n].__name__.startswith('my_')]
 print(json.dumps(seen))
 """

@@ -1,12 +1,12 @@
 "Generation: argument checks, KV-cache equality, seeds, cropping, text errors, and `tfs generate` end to end."
 import json, math, os, subprocess
-from dataclasses import asdict
+from dataclasses import asdict, replace
 import pytest, torch
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import generate, generate_text, next_token, Sampling, validate_new_tokens, MIN_TEMPERATURE, MAX_NEW_TOKENS
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.lmdata import CharVocab, lm_dls
-from transformers_scratch.lm import save_lm, load_lm, lm_learner, lm_config, run_generate
+from transformers_scratch.lm import save_lm, load_lm, lm_learner, run_generate, LM_QUICK, LM_FULL
 from transformers_scratch.cli import main
 
 def model(seq_len=12, n_tokens=23, **kw):
@@ -52,9 +52,9 @@ def test_one_validation_of_sampling_arguments():
 
 def test_sampling_checked_once_per_tfs_generate(tmp_path, monkeypatch, capsys):
     "One `tfs generate` makes its `Sampling` once, from the flags; `run_generate` and `generate` check nothing again"
-    cfg = {**lm_config('word', quick=True), 'emb': 16, 'heads': 2, 'depth': 1}
-    dls, codec = lm_dls('imdb_sample', 'word', cfg, device='cpu')
-    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    r = LM_QUICK['word'].replace(emb=16, heads=2, depth=1)
+    dls, codec = lm_dls('imdb_sample', 'word', r, device='cpu')
+    learn = lm_learner(dls, r.model, r.train)
     p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', codec)
     made, want = [], Sampling(temperature=0.7, top_k=3)
     post = Sampling.__post_init__
@@ -173,30 +173,34 @@ def test_lm_learner_precision_optimizer_and_compile():
     from fastai.optimizer import OptimWrapper
     from fastai.callback.progress import ProgressCallback
     from transformers_scratch.training import CompileModel, DeviceSmoothLoss, has_fused_adamw
-    cfg = {**lm_config('char', quick=True), 'emb': 16, 'heads': 2, 'depth': 1, 'seq_len': 8, 'bs': 4, 'n_batches': 2}
-    dls, _ = lm_dls('tinyshakespeare', 'char', cfg, device='cpu')
-    learn = lm_learner(dls, emb=16, heads=2, depth=1)
+    r = LM_QUICK['char'].replace(emb=16, heads=2, depth=1, seq_len=8, bs=4, n_batches=2)
+    dls, _ = lm_dls('tinyshakespeare', 'char', r, device='cpu')
+    learn = lm_learner(dls, r.model, r.train)
+    assert learn.model.config == replace(r.model, n_tokens=65) and learn.lr == r.train.lr   # the data's vocabulary, the training's lr
     assert learn.precision == 'fp32' and not any(type(cb) is ProgressCallback for cb in learn.cbs)   # no read-back per batch
     assert isinstance(learn.recorder.smooth_loss, DeviceSmoothLoss) and 'compile_model' not in learn.cbs.attrgot('name')
     learn.create_opt()
     assert isinstance(learn.opt, OptimWrapper) and isinstance(learn.opt.opt, torch.optim.AdamW)
     assert learn.opt.opt.defaults['fused'] == has_fused_adamw('cpu') and learn.opt.opt.defaults['weight_decay'] == 0.1
-    with pytest.raises(ValueError, match='CUDA'): lm_learner(dls, emb=16, heads=2, depth=1, precision='bf16')   # mixed precision off a GPU
-    assert isinstance(lm_learner(dls, emb=16, heads=2, depth=1, compile=True).compile_model, CompileModel)
-    with pytest.raises(ValueError, match='precision'): lm_learner(dls, emb=16, heads=2, depth=1, precision='fp8')
+    with pytest.raises(ValueError, match='CUDA'): lm_learner(dls, r.model, r.train, precision='bf16')   # mixed precision off a GPU
+    assert isinstance(lm_learner(dls, r.model, replace(r.train, compile=True)).compile_model, CompileModel)
+    with pytest.raises(ValueError, match='precision'): lm_learner(dls, r.model, r.train, precision='fp8')
+    with pytest.raises(ValueError, match='config: seq_len=4'): lm_learner(dls, replace(r.model, seq_len=4), r.train)   # windows of 8
+    with pytest.raises(TypeError, match='config: expected a ModelConfig'): lm_learner(dls, asdict(r.model), r.train)
+    with pytest.raises(TypeError, match='train: expected a TrainConfig'): lm_learner(dls, r.model, r)
+    with pytest.raises(ValueError, match='model: its config'): lm_learner(dls, r.model, r.train, model=model(seq_len=8, n_tokens=65))
 
 def test_full_char_configuration_trains_on_a_cpu():
     "The full configuration's model, batch and learner (not compiled off a GPU) take a training step on the CPU"
     from fastai.torch_core import set_seed
     from transformers_scratch.lmdata import char_dls
-    from transformers_scratch.lm import FULL
-    cfg = lm_config('char', quick=False)
-    assert cfg == FULL['char'] and (cfg['emb'], cfg['heads'], cfg['depth'], cfg['seq_len'], cfg['bs']) == (384, 6, 6, 256, 64)
+    c, t = LM_FULL['char'].model, LM_FULL['char'].train
+    assert (c.emb, c.heads, c.depth, c.seq_len, t.bs, c.dropout, t.n_batches, t.compile) == (384, 6, 6, 256, 64, 0.2, 3000, True)
     set_seed(0)
-    dls = char_dls("O Romeo, Romeo! wherefore art thou Romeo? " * 400, cfg['seq_len'], cfg['bs'], n_batches=1, device='cpu')
-    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    dls = char_dls("O Romeo, Romeo! wherefore art thou Romeo? " * 400, c.seq_len, t.bs, n_batches=1, device='cpu')
+    learn = lm_learner(dls, c, replace(t, compile=False))
     w = learn.model.toprobs.weight.detach().clone()
-    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, cfg['lr'])
+    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(1, t.lr)
     assert not torch.equal(w, learn.model.toprobs.weight) and math.isfinite(learn.recorder.losses[-1])
 
 def test_generate_restores_training_mode_and_device():
@@ -311,9 +315,9 @@ def test_tfs_generate_error_in_a_real_process():
 
 def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
     "A word-level model (untrained, so this is fast) saved and used through `run_generate(model=...)`"
-    cfg = {**lm_config('word', quick=True), 'emb': 16, 'heads': 2, 'depth': 1}
-    dls, codec = lm_dls('imdb_sample', 'word', cfg, device='cpu')
-    learn = lm_learner(dls, **{k: cfg[k] for k in ('emb', 'heads', 'depth', 'seq_len', 'dropout')})
+    r = LM_QUICK['word'].replace(emb=16, heads=2, depth=1)
+    dls, codec = lm_dls('imdb_sample', 'word', r, device='cpu')
+    learn = lm_learner(dls, r.model, r.train)
     p = save_lm(learn, tmp_path/'w.pt', 'imdb_sample', 'word', codec)
     ck = load_lm(p)
     assert ck['vocab'] == list(dls.vocab) and ck['config'] == asdict(learn.model.config) and ck['model'].config == learn.model.config

@@ -169,15 +169,16 @@ def lm_df(data):
 
 _VALID_PART = {'tinyshakespeare': 'its paragraphs are split at blank lines and the last tenth validates: 10 paragraphs at least', 'imdb_sample': 'its is_valid rows validate'}
 
-def lm_dls(data, level, cfg, vocab=None, device=None):
-    "`DataLoaders` and a text codec (`encode`/`decode`) for dataset `data` at `level` with configuration `cfg`; a file too short is named"
+def lm_dls(data, level, recipe, vocab=None, device=None):
+    "`DataLoaders` and a text codec (`encode`/`decode`) for dataset `data` at `level`, windows of `recipe.model.seq_len` in batches of `recipe.train`'s bs (n_batches, valid_pct: characters); a file too short is named"
+    L, t = recipe.model.seq_len, recipe.train
     try:
         if level == 'char':
             text = lm_text(data)
             vocab = CharVocab(vocab if vocab is not None else text)
-            dls = char_dls(text, cfg['seq_len'], cfg['bs'], cfg.get('n_batches'), vocab=vocab, device=device)
+            dls = char_dls(text, L, t.bs, t.n_batches, t.valid_pct, vocab=vocab, device=device)
             return dls, vocab
-        dls = word_dls(lm_df(data), cfg['seq_len'], cfg['bs'], vocab=vocab, device=device)
+        dls = word_dls(lm_df(data), L, t.bs, vocab=vocab, device=device)
         return dls, WordCodec(dls)
     except ShortTextError as e:   # the file, as `tfs generate` is given it: --data
         f, why = data_path(data)/DATASETS[data][1], str(e).split(': ', 1)[1]
