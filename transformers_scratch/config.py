@@ -15,7 +15,7 @@ from .runtime import memory_bytes, human_bytes
 LIMITS = dict(emb=2**16, heads=1024, depth=1024, dec_depth=1024, seq_len=2**20, n_tokens=2**24, src_tokens=2**24,
               n_classes=2**20, mult=64, hidden=2**20, kv_heads=1024)   # the largest value of each size: bounds a file's claims before anything is allocated
 CHOICES = dict(pos=('learned', 'sinusoidal', 'rope'), act=('relu', 'gelu', 'gelu_tanh'), pool=('mean', 'max'),
-               norm=('layer', 'rms'), mlp=('mlp', 'swiglu'))
+               norm=('layer', 'rms'), mlp=('mlp', 'swiglu', 'none'))
 
 class ConfigError(ValueError):
     "A configuration value that cannot build a model: `key` names the option, `why` says what was expected"
@@ -37,7 +37,7 @@ class ModelConfig:
     pad_idx: int | None = None    # token id of padding, masked out of attention (fastai's `xxpad` is 1); None: no padding
     mult: int = 4                 # the MLP's hidden size, as a multiple of emb
     act: str = 'relu'             # the plain MLP's nonlinearity: 'relu', 'gelu' or 'gelu_tanh' (GPT-2's); SwiGLU's gate is SiLU
-    mlp: str = 'mlp'              # the MLP: 'mlp' (Linear, act, Linear) or 'swiglu' (Llama's gated MLP, three Linear)
+    mlp: str = 'mlp'              # the MLP: 'mlp' (Linear, act, Linear) or 'swiglu' (Llama's gated MLP, three Linear), or 'none' (attention only, lesson 29)
     hidden: int | None = None     # SwiGLU's hidden size (None: mult·emb); the plain MLP's is always mult·emb
     norm: str = 'layer'           # the norms: 'layer' (LayerNorm) or 'rms' (RMSNorm: no mean, no shift; Llama's)
     dropout: float = 0.           # on the embeddings, the attention weights and each sublayer's output
@@ -117,7 +117,7 @@ def model_bytes(c,               # a `ModelConfig`
     blocks = c.depth + (2 * (c.dec_depth or c.depth) if c.src_tokens is not None else 0)   # a decoder block: about two
     vocab = c.n_tokens + (c.src_tokens or 0)
     hid, kv = c.hidden or c.mult * c.emb, c.kv_heads or c.heads
-    ff = (3 if c.mlp == 'swiglu' else 2) * hid                                    # the MLP's weights, per unit of emb
+    ff = {'swiglu': 3, 'none': 0}.get(c.mlp, 2) * hid                                   # the MLP's weights, per unit of emb
     attn = (2 * c.heads + 2 * kv) * c.emb * c.emb // c.heads                      # q and the output; k and v of kv heads
     params = (vocab + c.seq_len) * c.emb + blocks * (attn + ff * c.emb + 10 * c.emb + hid) + (c.emb + 1) * c.n_classes
     objects = blocks * 64 * 2**10                                                 # ~45 KiB of modules and tensors per block, measured
