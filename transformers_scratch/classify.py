@@ -99,7 +99,7 @@ class ValidateAtEnd(Callback):
 # %% ../nbs/11_classify.ipynb #46279a7f
 def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news) or a DataFrame (text, label, is_valid)
                  recipe=None,         # a `Recipe`; None: `CLASSIFY_QUICK` with `quick`, else the dataset's `CLASSIFY_FULL`
-                 quick=False,         # the quick CPU recipe instead of the full GPU one
+                 quick=False,         # the quick CPU recipe instead of the full GPU one (with a `recipe`: a small run, no note that it is meant for a GPU)
                  out=None,            # where to save the classifier (`save_classifier`); default models/classify-<data>.pt
                  seed=0,
                  precision='auto',    # 'auto' (per device, see `set_precision`), 'bf16' or 'fp16' (CUDA only), 'fp32'
