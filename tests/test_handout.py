@@ -227,3 +227,11 @@ def test_a_symbolic_link_that_loops_is_one_line(tmp_path):
     (src/'02_loop.ipynb').symlink_to('02_loop.ipynb')
     refused(tfs('handout', '--src', str(src), '--dest', str(tmp_path/'handout')), '--src', "02_loop.ipynb' is not a lesson notebook", 'cannot be read')
     assert listing(tmp_path) == ['loop', 'nbs', 'nbs/01_ok.ipynb', 'nbs/02_loop.ipynb']
+
+@pytest.mark.parametrize('dest', ['.', '..'])
+def test_dest_holding_src_refused(tmp_path, dest):
+    "--dest . (or above): the swap would replace the folder of the notebooks themselves with a copy; one line, nothing written"
+    (tmp_path/'course').mkdir(); src = lesson(tmp_path/'course')
+    before = listing(tmp_path)
+    refused(tfs('handout', '--src', 'nbs', '--dest', dest, cwd=tmp_path/'course'), f"--dest {dest!r} holds the notebook folder --src 'nbs'")
+    assert listing(tmp_path) == before and src.is_dir()

@@ -155,13 +155,15 @@ _GET = (f"run it from a clone of the course (git clone https://github.com/{REPO}
         f"or open the learner's edition directly: https://github.com/{REPO}/tree/{BRANCH}/handout")
 
 def _check_dest(src, dest):
-    "Refuse a `dest` that is `src`, lies inside it, lies under a regular file, or cannot be looked up (a symbolic link that loops)"
+    "Refuse a `dest` that is `src`, lies inside it or holds it, lies under a regular file, or cannot be looked up (a symbolic link that loops)"
     try:
         s, d = src.resolve(), dest.resolve()
         under = next((p for p in [d] + list(d.parents) if p.exists() and not p.is_dir()), None)
     except (RuntimeError, OSError) as e:   # pathlib: RuntimeError for a loop before Python 3.13, OSError (ELOOP) after
         raise ValueError(f"--dest {str(dest)!r} cannot be looked up ({getattr(e, 'strerror', None) or e}); give a folder") from None
     if d == s or s in d.parents: raise ValueError(f"--dest {str(dest)!r} is the notebook folder or inside it; give a folder outside --src {str(src)!r}")
+    if d in s.parents: raise ValueError(f"--dest {str(dest)!r} holds the notebook folder --src {str(src)!r}: the swap would replace it "
+                                        "with a copy; give a folder beside it")
     if under is not None: raise ValueError(f"--dest {str(dest)!r}: {str(under)!r} is a file, not a folder")
 
 def _umask():   # as `checkpoints._umask`: the handout writer does not import torch
