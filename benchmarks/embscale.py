@@ -31,9 +31,9 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else 'on'
     if mode not in MODES: sys.exit(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if mode in ('scale', 'n01'): patch(mode)
-    from transformers_scratch.translate import run_translate
+    from transformers_scratch.translate import run_translate, TRANSLATE_QUICK
     t0 = time.time()
-    res = run_translate(quick=True, beam=1, emb_scale=MODES[mode])
+    res = run_translate(recipe=TRANSLATE_QUICK.replace(beam=1, emb_scale=MODES[mode]), quick=True)
     print(json.dumps({'mode': mode, 'seconds': round(time.time() - t0), 'load_avg_1min': round(os.getloadavg()[0], 2),
                       **{k: v for k, v in res.items() if 'bleu' in k}}))
 

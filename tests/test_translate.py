@@ -3,11 +3,13 @@ import io, json, sys
 import pytest, torch
 from dataclasses import asdict
 from transformers_scratch.config import ModelConfig, ConfigError
+from transformers_scratch.checkpoints import CheckpointError
 from transformers_scratch.attention import SelfAttention
 from transformers_scratch.models import attention_maps
 from transformers_scratch.seq2seq import Seq2SeqTransformer, DecoderBlock, translate, translate_batch, greedy_decode
 from transformers_scratch.translate import (tokenize, detokenize, Vocab, corpus_bleu, multi30k, load_translator,
-                                            save_translator, translate_config, translate_sentences, Translator, SPECIALS)
+                                            save_translator, translate_sentences, Translator, SPECIALS, TRANSLATE_QUICK, TRANSLATE_FULL,
+                                            translation_dls, translation_learner, run_translate)
 from transformers_scratch.cli import main
 
 def config(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, n_tokens=30, **kw):
@@ -225,6 +227,11 @@ def test_checkpoint_stores_the_config(tmp_path):
         torch.save(dict(ck, config={**ck['config'], **bad}), tmp_path/'bad.pt')
         with pytest.raises(ValueError, match=pat) as e: load_translator(tmp_path/'bad.pt')
         assert 'damaged' in str(e.value) and '\n' not in str(e.value)
+    for bad, pat in ((dict(src_vocab=['a'] + ck['src_vocab'][1:]), 'vocabularies: each must start'), (dict(tgt='de'), "src, tgt: 'de', 'de'"),
+                     (dict(src='xx'), "src, tgt: 'xx'"), (dict(tgt_vocab=ck['tgt_vocab'][:-1]), 'vocabularies of 40 and 29 tokens')):
+        torch.save(dict(ck, **bad), tmp_path/'bad.pt')
+        with pytest.raises(CheckpointError, match=pat) as e: load_translator(tmp_path/'bad.pt')
+        assert str(tmp_path/'bad.pt') in str(e.value) and '\n' not in str(e.value)
 
 # --- data ----------------------------------------------------------------------------------------------------------
 
@@ -250,7 +257,32 @@ def test_bleu_lowercased_and_cased():
 @pytest.mark.parametrize('kw, pat', [(dict(emb=30), 'heads'), (dict(epochs=0), 'epochs'), (dict(beam=0), 'beam'),
                                      (dict(colour='red'), 'colour')])
 def test_bad_config(kw, pat):
-    with pytest.raises(ValueError, match=pat): translate_config(True, **kw)
+    with pytest.raises(ConfigError, match=pat): TRANSLATE_QUICK.replace(**kw)
+
+PAIRS = {'train': [("Ein Hund läuft.", "A dog runs."), ("Ein Mann sitzt.", "A man sits.")] * 8, 'val': [("Ein Hund sitzt.", "A dog sits.")]}
+
+def test_translation_learner_fills_what_the_data_decides():
+    "translation_learner(dls, config, train): src_tokens, n_tokens and pad_idx from dls, the rest of config as given; lr, wd, smoothing and compile from train"
+    from dataclasses import replace
+    from transformers_scratch.training import CompileModel
+    dls = translation_dls(PAIRS, min_freq=1, bs=4, seq_len=16, device='cpu')
+    c, t = replace(TRANSLATE_QUICK.model, emb=16, heads=2, depth=1, seq_len=16), replace(TRANSLATE_QUICK.train, lr=2e-3, wd=0.05, smoothing=0.2)
+    learn = translation_learner(dls, c, t)
+    assert learn.model.config == replace(c, src_tokens=len(dls.src_vocab), n_tokens=len(dls.tgt_vocab), pad_idx=1)
+    assert learn.lr == 2e-3 and learn.loss_func.smoothing == 0.2 and 'compile_model' not in learn.cbs.attrgot('name')
+    learn.create_opt()
+    assert all(h['wd'] == 0.05 for h in learn.opt.hypers)
+    assert any(isinstance(cb, CompileModel) for cb in translation_learner(dls, c, replace(t, compile=True)).cbs)
+    with pytest.raises(ValueError, match='config: seq_len=8'): translation_learner(dls, replace(c, seq_len=8), t)
+    with pytest.raises(TypeError, match='config: expected a ModelConfig'): translation_learner(dls, asdict(c), t)
+    with pytest.raises(TypeError, match='train: expected a TrainConfig'): translation_learner(dls, c, TRANSLATE_QUICK)
+
+@pytest.mark.parametrize('kw, err, pat', [(dict(recipe=TRANSLATE_QUICK.model), TypeError, 'recipe: expected a Recipe'),
+                                          (dict(recipe=TRANSLATE_QUICK.replace(max_train=100)), ValueError, 'max_train: 100 pairs make no full batch of 128'),
+                                          (dict(max_test=0), ValueError, 'max_test'), (dict(src='it'), ValueError, 'src: unknown language')])
+def test_run_translate_refuses_before_any_work(kw, err, pat, tmp_path):
+    with pytest.raises(err, match=pat): run_translate(quick=True, out=tmp_path/'m.pt', **kw)
+    assert list(tmp_path.iterdir()) == []
 
 # --- tfs translate -------------------------------------------------------------------------------------------------
 
@@ -304,7 +336,6 @@ def test_translator_scales_its_embeddings():
     import torch.nn as nn
     from dataclasses import replace
     from transformers_scratch.models import ScaledEmbedding
-    from transformers_scratch.translate import QUICK, FULL
     c = ModelConfig(emb=64, heads=4, depth=1, seq_len=16, n_tokens=500, src_tokens=400, pad_idx=1, tied=True, emb_scale=True)
     torch.manual_seed(0)
     m = Seq2SeqTransformer(c)
@@ -317,5 +348,5 @@ def test_translator_scales_its_embeddings():
     assert m.toprobs.weight is m.decoder.token_emb.weight
     plain = Seq2SeqTransformer(replace(c, emb_scale=False)).encoder.token_emb
     assert type(plain) is nn.Embedding and abs(plain.weight.std().item() - 0.02) < 0.005
-    assert QUICK['emb_scale'] and FULL['emb_scale']
+    assert all(r.model.emb_scale and r.model.tied for r in (TRANSLATE_QUICK, TRANSLATE_FULL))
     with pytest.raises(ConfigError, match='emb_scale'): ModelConfig(emb=64, heads=4, emb_scale=1)

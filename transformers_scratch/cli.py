@@ -276,16 +276,18 @@ def _translate_validate(a):
     if a.model is not None and a.out is not None: raise err("--out saves a model you train: give --model or --out, not both")
     if a.sentence is not None and not a.sentence.strip(): raise err("the sentence to translate is empty")
     if a.model is None and a.max_train is not None:
-        from transformers_scratch.translate import translate_config
-        bs = translate_config(a.quick)['bs']
+        from transformers_scratch.translate import TRANSLATE_QUICK, TRANSLATE_FULL
+        bs = (TRANSLATE_QUICK if a.quick else TRANSLATE_FULL).train.bs
         if a.max_train < bs: raise err(f"--max-train {a.max_train}: fewer pairs than one batch of {bs} (the partial batch is dropped), "
                                        f"so training would run zero steps; give at least {bs}")
 
 def _translate_run(a):
-    from transformers_scratch.translate import run_translate, load_translator
+    from transformers_scratch.translate import run_translate, load_translator, TRANSLATE_QUICK, TRANSLATE_FULL
     if a.model is None:
-        return run_translate(data=a.data, src=a.src or 'de', tgt=a.tgt or 'en', quick=a.quick, beam=a.beam, out=a.out,
-                             epochs=a.epochs, max_train=a.max_train, max_test=a.max_test, seed=a.seed)
+        recipe = _classify_recipe(a, TRANSLATE_QUICK if a.quick else TRANSLATE_FULL, epochs=a.epochs, beam=a.beam,
+                                  max_train=a.max_train)   # made once, here
+        return run_translate(data=a.data, src=a.src or 'de', tgt=a.tgt or 'en', recipe=recipe, quick=a.quick, out=a.out,
+                             max_test=a.max_test, seed=a.seed)
     tr = load_translator(a.model)
     for name, given, have in (('--src', a.src, tr.src), ('--tgt', a.tgt, tr.tgt)):
         if given is not None and given != have: raise CLIError(f"tfs translate: error: {name} {given}: the model translates {tr.src} -> {tr.tgt}")
