@@ -43,7 +43,7 @@ The last line is a JSON object with every number and the machine it came from.
 """
 import argparse, json, os, platform, time, torch, torch.nn as nn, torch.nn.functional as F
 from transformers_scratch.runtime import default_device
-from transformers_scratch.config import ModelConfig
+from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import generate
 
@@ -135,16 +135,16 @@ def bench_train(a, dev):
     V, L, bs = 65, a.seq_len, a.bs
     set_seed(0)
     text = ''.join(chr(33 + i) for i in torch.randint(0, V, (400_000,)).tolist())      # 65 characters
-    cfg = dict(emb=a.emb, heads=a.heads, depth=a.depth, dropout=a.dropout)
+    config = ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=L, n_tokens=V, dropout=a.dropout, fast=True)
     # ours: the Learner that `tfs generate` uses, timed from before_train to after_train (no validation)
     dls = char_dls(text, L, bs, n_batches=a.steps, valid_pct=0.01, device=dev)
-    learn = lm_learner(dls, **cfg, compile=a.compile)
+    learn = lm_learner(dls, config, TrainConfig(wd=0.1, compile=a.compile))
     class Timer(Callback):
         def before_train(self): sync(dev); self.t0 = time.perf_counter()
         def after_train(self): sync(dev); self.secs = time.perf_counter() - self.t0
     learn.add_cb(Timer())
     # plain: nanoGPT's loop
-    model = GenerationTransformer(ModelConfig(emb=a.emb, heads=a.heads, depth=a.depth, seq_len=L, n_tokens=V, dropout=a.dropout, fast=True)).to(dev).train()
+    model = GenerationTransformer(config).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), eps=1e-5, weight_decay=0.1, fused=has_fused_adamw(dev))
     step_model = torch.compile(model) if a.compile else model
     prec = precision_for(dev)
@@ -319,8 +319,9 @@ def bench_layout(model, a, dev):
     return {'matrices': len(ws), 'ms_per_token': ms, 'speedup': round(ms['out_in'] / ms['in_out'], 2)}
 
 def bench_valid(a, dev):
-    from transformers_scratch.lm import run_generate
-    res = run_generate('tinyshakespeare', 'char', n=200, quick=not a.full, n_batches=a.n_batches)
+    from transformers_scratch.lm import run_generate, LM_QUICK, LM_FULL
+    recipe = (LM_FULL if a.full else LM_QUICK)['char'].replace(n_batches=a.n_batches)   # the lesson's recipe; --n-batches: a smoke test
+    res = run_generate('tinyshakespeare', 'char', n=200, recipe=recipe, quick=not a.full)
     print(f"valid {'full' if a.full else 'quick'}: {json.dumps(res)}")
     return {**res, 'config': 'full (nanoGPT shakespeare_char)' if a.full else 'quick', 'nanogpt_published_valid_loss': 1.4697}
 
