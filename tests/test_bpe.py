@@ -1,0 +1,105 @@
+"Lesson 19's tokenizer against Hugging Face's `tokenizers`: identical ids, the same compression, tokenizer.json both ways, fast enough."
+import json, os, time, pathlib
+import pytest
+from transformers_scratch.bpe import (BPETokenizer, TokenizerFileError, read_tokenizer_json, tokenizer_json, save_tokenizer,
+                                      load_tokenizer, train_bpe, train_bpe_fast)
+from transformers_scratch.checks.bpe import TRAIN_TEXT
+
+tk = pytest.importorskip('tokenizers')
+SHAKES = pathlib.Path(os.environ['TFS_DATA'])/'tinyshakespeare'/'input.txt'
+EDGES = ("Hello   world!!  \n\n\t 12345 6.02e23 don't I'll we've they're DON'T 'tis  \r\n  \n"
+         "café naïve Ünïcödé 日本語のテキスト Ελληνικά русский 😀👍🏽 🇫🇷 ½ Ⅻ ١٢٣ \u200b\u00a0nbsp \x00 end  ")
+
+@pytest.fixture(scope='module')
+def corpus():
+    text = SHAKES.read_text(encoding='utf-8') if SHAKES.exists() else TRAIN_TEXT * 400
+    return text[:200_000], text[200_000:300_000]
+
+def _hf(text, vocab_size, special=()):
+    from tokenizers import Tokenizer, models, trainers, pre_tokenizers, decoders
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    t.decoder = decoders.ByteLevel()
+    t.train_from_iterator([text], trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special), show_progress=False,
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return t
+
+@pytest.fixture(scope='module')
+def hf(corpus): return _hf(corpus[0], 600, special=['<|endoftext|>'])
+
+def test_our_encoder_gives_tokenizers_ids_on_held_out_text(corpus, hf):
+    ours = read_tokenizer_json(hf.to_str())
+    for t in (corpus[1], EDGES, EDGES + '<|endoftext|>' + corpus[1][:3000] + '<|endoftext|>', '', ' ', '<|endoftext|>'):
+        assert ours.encode(t) == hf.encode(t).ids
+
+def test_invalid_utf8_decodes_as_tokenizers_does(hf):
+    ours = read_tokenizer_json(hf.to_str())
+    for bs in ([0xff], [0x80, 97], [0xe6, 0x97], [97, 0xf0, 0x9f, 98], [0xc3], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0xaf]):
+        ids = [ours.to_id[b] for b in bs]
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False), bs
+
+def test_compression_within_one_percent_of_tokenizers(corpus):
+    train, held = corpus
+    n = len(held.encode('utf-8'))
+    for v in (400, 1000):
+        ours, theirs = BPETokenizer.train(train, v, special=()), _hf(train, v)
+        assert len(ours) == theirs.get_vocab_size() == v
+        ratio = len(theirs.encode(held).ids) / len(ours.encode(held))      # bytes per token, ours over theirs
+        assert abs(ratio - 1) < 0.01, (v, ratio)
+
+def test_tokenizer_json_loads_in_tokenizers_and_the_course_codec(corpus, tmp_path):
+    from tokenizers import Tokenizer
+    from transformers_scratch.hub import read_tokenizer
+    ours = BPETokenizer.train(corpus[0], 500)
+    p = save_tokenizer(ours, tmp_path/'tok')
+    text = EDGES + '<|endoftext|>' + corpus[1][:20000]
+    assert Tokenizer.from_file(str(p)).encode(text).ids == ours.encode(text)
+    codec = read_tokenizer(tmp_path/'tok')
+    assert codec.encode(corpus[1][:20000]) == ours.encode(corpus[1][:20000]) and codec.eos_id == ours.special['<|endoftext|>'] == 499
+    assert codec.n_vocab == len(ours) == 500 and codec.decode(codec.encode(EDGES)) == EDGES
+    back = load_tokenizer(p)
+    assert back.encode(text) == ours.encode(text) and back.pairs == ours.pairs
+
+def test_round_trip_any_text():
+    tok = BPETokenizer.train(TRAIN_TEXT * 3, 320)
+    for t in (EDGES, "\U0010ffff\ufffd\ud7ff", "<|endoftext|><|endoftext|>", "a" * 1000, ""):
+        assert tok.decode(tok.encode(t)) == t
+
+@pytest.mark.parametrize('bad,why', [
+    ('{', 'not JSON'), ('[]', 'not a BPE'), (json.dumps({'model': {'type': 'WordPiece', 'vocab': {}}}), 'not a BPE'),
+    (json.dumps({'model': {'type': 'BPE', 'vocab': {}, 'merges': []}, 'pre_tokenizer': {'type': 'Whitespace'}}), "not GPT-2's"),
+    (json.dumps({'model': {'type': 'BPE', 'vocab': {'a': 0}, 'merges': []}, 'pre_tokenizer': {'type': 'ByteLevel'}}), 'lacks'),
+    (json.dumps({'model': {'type': 'BPE', 'vocab': {' x': 0}, 'merges': []}, 'pre_tokenizer': {'type': 'ByteLevel'}}), 'not byte-level'),
+])
+def test_a_file_that_is_no_byte_level_bpe_is_one_line(bad, why):
+    with pytest.raises(TokenizerFileError, match=why) as e: read_tokenizer_json(bad, 'my/tokenizer.json')
+    assert str(e.value).startswith('my/tokenizer.json: ') and '\n' not in str(e.value)
+
+def test_bad_merges_in_a_file(hf):
+    js = json.loads(hf.to_str())
+    js['model']['merges'][3] = 'just-one'
+    with pytest.raises(TokenizerFileError, match='merge 3 is not a pair'): read_tokenizer_json(json.dumps(js))
+    js = json.loads(hf.to_str()); js['model']['merges'] = js['model']['merges'][1:]   # a merge that needs one never made
+    with pytest.raises(TokenizerFileError, match='not both made before it'): read_tokenizer_json(json.dumps(js))
+
+def test_gpt2s_own_vocabulary():
+    from transformers_scratch.hub import hub_file, hub_url
+    from transformers_scratch.runtime import online
+    if not online(hub_url()): pytest.skip("GPT-2's tokenizer.json needs the hub (offline here)")
+    gpt2 = load_tokenizer(hub_file('gpt2', 'tokenizer.json'))
+    assert gpt2.encode("This is some text") == [1212, 318, 617, 2420]
+    assert gpt2.encode("<|endoftext|>") == [50256] and gpt2.decode(gpt2.encode(EDGES)) == EDGES
+
+def test_fast_enough(corpus):
+    "Lower bounds with room for a loaded 2-core machine: training to 500 on 100 KB about a second, all of Shakespeare in seconds"
+    t0 = time.perf_counter(); m = train_bpe_fast(corpus[0][:100_000], 500); t_train = time.perf_counter() - t0
+    assert len(m) == 244 and t_train < 5, t_train
+    if SHAKES.exists():
+        text = SHAKES.read_text(encoding='utf-8')
+        tok = BPETokenizer.train(corpus[0], 512)
+        t0 = time.perf_counter(); ids = tok.encode(text); t_enc = time.perf_counter() - t0
+        assert tok.decode(ids) == text and t_enc < 15, t_enc
+
+def test_the_fast_trainer_is_the_didactic_one():
+    for text, n in ((TRAIN_TEXT, 330), ("aaabdaaabac", 300), (EDGES * 3, 300)):
+        assert list(train_bpe_fast(text, n).items()) == list(train_bpe(text, n).items())
