@@ -1,11 +1,11 @@
 "Lesson 19's tokenizer against Hugging Face's `tokenizers`: identical ids, the same compression, tokenizer.json both ways, fast enough."
 import json, os, time, pathlib
 import pytest
-from transformers_scratch.bpe import (BPETokenizer, TokenizerFileError, read_tokenizer_json, tokenizer_json, save_tokenizer,
+from transformers_scratch.bpe import (BPETokenizer, TokenizerFileError, read_tokenizer_json, save_tokenizer,
                                       load_tokenizer, train_bpe, train_bpe_fast)
 from transformers_scratch.checks.bpe import TRAIN_TEXT
 
-tk = pytest.importorskip('tokenizers')
+pytest.importorskip('tokenizers')
 SHAKES = pathlib.Path(os.environ['TFS_DATA'])/'tinyshakespeare'/'input.txt'
 EDGES = ("Hello   world!!  \n\n\t 12345 6.02e23 don't I'll we've they're DON'T 'tis  \r\n  \n"
          "café naïve Ünïcödé 日本語のテキスト Ελληνικά русский 😀👍🏽 🇫🇷 ½ Ⅻ ١٢٣ \u200b\u00a0nbsp \x00 end  ")
@@ -40,7 +40,6 @@ def test_invalid_utf8_decodes_as_tokenizers_does(hf):
 
 def test_compression_within_one_percent_of_tokenizers(corpus):
     train, held = corpus
-    n = len(held.encode('utf-8'))
     for v in (400, 1000):
         ours, theirs = BPETokenizer.train(train, v, special=()), _hf(train, v)
         assert len(ours) == theirs.get_vocab_size() == v
