@@ -228,7 +228,7 @@ class _StaticStep:
 def _static_step(model, kv, tok):             # tok (1, 1) -> the next token's logits (v,)
     return model(tok, cache=kv)[0, -1]
 
-# %% ../nbs/20_generate.ipynb #65f21341
+# %% ../nbs/20_generate.ipynb #eab4635a
 def _rows_mm(a, b):                        # a (1, k) @ b (k, n): n dot products of a with the rows of bᵀ
     return (a * b.t()).sum(-1)[None] if a.size(0) == 1 else NotImplemented
 
@@ -284,7 +284,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
              seed=None,         # ...or a seed to make one from
              exclude=None,      # token ids never to generate (fastai's `xxunk`, say)
              cuda_graph=None,   # replay each cached one-token step as a CUDA graph (None: on CUDA devices)
-             compile=False,     # compile the cached one-token step (`compiled_step`: the first call takes 10-60 s on a CPU)
+             compile=False,     # compile the cached one-token step (`compiled_step`; the first call compiles, which takes a while)
              **options,         # ...or its options: temperature=0.8, top_k=50, top_p, min_p, greedy=True
             ):
     "The `prompt` followed by `n` new token ids, as a 1-D LongTensor on the prompt's device"
@@ -321,7 +321,7 @@ def generate(model,             # a `GenerationTransformer`: `seq_len`, `blocks`
                 logits = model(seq[-L:][None], cache=kv, **last)[0, -1]
     return torch.cat([prompt, torch.cat(new).to(prompt.device)])
 
-# %% ../nbs/20_generate.ipynb #92622504
+# %% ../nbs/20_generate.ipynb #dacb398c
 def encode_chars(text,   # the text to encode, one token per character
                  stoi,   # dict: character -> id
                 ):
@@ -333,7 +333,7 @@ def encode_chars(text,   # the text to encode, one token per character
                          f"(the vocabulary has {len(stoi)} characters)")
     return [stoi[c] for c in text]
 
-# %% ../nbs/20_generate.ipynb #176418f3
+# %% ../nbs/20_generate.ipynb #1149fa56
 def _codec(vocab):
     "(encode, decode) functions for `vocab`"
     if hasattr(vocab, 'encode') and hasattr(vocab, 'decode'): return vocab.encode, vocab.decode
@@ -344,7 +344,7 @@ def _codec(vocab):
     stoi = {c: i for i, c in enumerate(chars)}
     return (lambda s: encode_chars(s, stoi)), (lambda ids: ''.join(chars[i] for i in ids))
 
-# %% ../nbs/20_generate.ipynb #20fab63c
+# %% ../nbs/20_generate.ipynb #5856558c
 def generate_text(model,          # a `GenerationTransformer`
                   vocab,          # `encode`/`decode` object, (encode, decode) pair, or sequence of characters
                   prompt,         # text to continue
