@@ -169,6 +169,9 @@ def test_cli_errors(tmp_path):
     assert r.returncode != 0 and 'not an encoder' in r.stderr
     r = tfs('pretrain', '--quick')
     assert r.returncode != 0 and '--out' in r.stderr
+    for flag in (['--pos', 'sinusoidal'], ['--emb', '32'], ['--data', 'ag_news']):   # the sizes are the encoder's: refused, not ignored
+        r = tfs('classify', '--encoder', str(tmp_path/'junk.pt'), '--quick', *flag)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'sizes come from the encoder' in r.stderr, (flag, r.stderr)
 
 def test_load_encoder_file_incompatible(tmp_path):
     small = ModelConfig(emb=16, heads=2, depth=1, seq_len=8, n_tokens=20, pad_idx=1, tied=True)
