@@ -109,6 +109,11 @@ def _parser():
     t.add_argument('--quick', action='store_true', help='small configuration: a few minutes on 2 CPU cores')
     t.add_argument('--seed', type=_seed, default=0)
     t.add_argument('--out', required=True, help='where to save the encoder with its vocabulary')
+    b = sub.add_parser('bpe', help='train a byte-level BPE tokenizer (lesson 19) and write its tokenizer.json')
+    b.set_defaults(func=_bpe)
+    b.add_argument('--data', default='tinyshakespeare', help='a dataset of the course (tinyshakespeare, imdb_sample) or a UTF-8 text file')
+    b.add_argument('--vocab-size', type=_positive('--vocab-size'), default=1024, help='ids in all: the 256 bytes, the merges and <|endoftext|>')
+    b.add_argument('--out', help='the folder for tokenizer.json (default: models/bpe-DATA)')
     h = sub.add_parser('handout', help="write the learner's edition of the notebooks (no solutions, no outputs)")
     h.set_defaults(func=_handout)
     h.add_argument('--src', default='nbs')
@@ -188,6 +193,31 @@ def _handout(a):
     from transformers_scratch.handout import make_handout
     ps = make_handout(a.src, a.dest)
     return {'handout': str(a.dest), 'notebooks': len(ps)}
+
+def _bpe(a):
+    "`tfs bpe`: train lesson 19's tokenizer on a dataset or a text file, write tokenizer.json; a bad file or size is one line"
+    from transformers_scratch.bpe import run_bpe, read_training_text, validate_vocab_size
+    from transformers_scratch.checkpoints import validate_folder
+    err = lambda m: CLIError(f"tfs bpe: error: {m}")
+    try: validate_vocab_size(a.vocab_size)
+    except ValueError as e: raise err(f"--vocab-size: {str(e).split(': ', 1)[1]}") from None
+    if not a.data.strip(): raise err("--data is empty: give tinyshakespeare, imdb_sample or a text file")
+    if a.data == 'tinyshakespeare':
+        from transformers_scratch.data import shakespeare_text
+        text, name = shakespeare_text(), a.data
+    elif a.data == 'imdb_sample':
+        from transformers_scratch.data import imdb_sample_df
+        text, name = '\n'.join(imdb_sample_df().text), a.data
+    else:
+        if os.path.isdir(a.data): raise err(f"--data {a.data!r} is a folder: give a text file")
+        if not os.path.exists(a.data): raise err(f"--data {a.data!r}: no such dataset or file (tinyshakespeare, imdb_sample, or a UTF-8 text file)")
+        try: text = read_training_text(a.data)
+        except ValueError as e: raise err(f"--data {e}") from None
+        name = os.path.splitext(os.path.basename(os.path.normpath(a.data)))[0] or 'text'
+    out = a.out or os.path.join('models', f'bpe-{name}')
+    try: validate_folder(out, '--out')
+    except ValueError as e: raise err(e) from None
+    return run_bpe(text, a.vocab_size, out, source=a.data)
 
 def _pretrain(a):
     from transformers_scratch.pretrain import run_pretrain, PRETRAIN_QUICK, PRETRAIN_FULL
@@ -386,7 +416,7 @@ def _modules(a):
     g, e = getattr(a, 'gpt2', None), getattr(a, 'encoder', None)
     return {'handout': [], 'classify': ['classify'] + ['gpt2_classify'] * bool(g) + ['pretrain'] * bool(e),
             'predict': ['classify', 'gpt2_classify', 'lm'],
-            'generate': ['llama' if getattr(a, 'pretrained', None) else 'lm'], 'translate': ['translate', 'lm'], 'pretrain': ['pretrain']}[a.cmd]
+            'generate': ['llama' if getattr(a, 'pretrained', None) else 'lm'], 'translate': ['translate', 'lm'], 'pretrain': ['pretrain'], 'bpe': ['bpe']}[a.cmd]
 
 def _start(a):
     "Import what the subcommand needs while Ctrl-C still exits at once; then let Ctrl-C raise, so that a save in progress is cleaned up"
