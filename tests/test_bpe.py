@@ -1,5 +1,5 @@
 "Lesson 19's tokenizer against Hugging Face's `tokenizers`: identical ids, the same compression, tokenizer.json both ways, fast enough."
-import json, os, time, pathlib
+import json, os, re, time, pathlib
 import pytest
 from transformers_scratch.bpe import (BPETokenizer, TokenizerFileError, read_tokenizer_json, save_tokenizer,
                                       load_tokenizer, train_bpe, train_bpe_fast)
@@ -102,3 +102,45 @@ def test_fast_enough(corpus):
 def test_the_fast_trainer_is_the_didactic_one():
     for text, n in ((TRAIN_TEXT, 330), ("aaabdaaabac", 300), (EDGES * 3, 300)):
         assert list(train_bpe_fast(text, n).items()) == list(train_bpe(text, n).items())
+
+# --- tfs bpe ----------------------------------------------------------------------------------------------------------
+def _tfs(capsys, *argv):
+    from transformers_scratch.cli import main, tfs_result
+    try: main(list(argv)); code = 0
+    except SystemExit as e: code = e.code
+    out, err = capsys.readouterr()
+    return code, tfs_result(out), err.strip()
+
+def test_tfs_bpe_writes_a_tokenizer_json_that_tokenizers_reads(tmp_path, capsys):
+    from tokenizers import Tokenizer
+    f = tmp_path/'corpus.txt'
+    f.write_text(TRAIN_TEXT * 4 + "café 😀", encoding='utf-8')
+    code, res, err = _tfs(capsys, 'bpe', '--data', str(f), '--vocab-size', '300', '--out', str(tmp_path/'tok'))
+    assert code == 0, err
+    assert res['vocab_size'] == 300 and res['merges'] == 43 and res['tokenizer'] == str(tmp_path/'tok'/'tokenizer.json')
+    ours = load_tokenizer(tmp_path/'tok')
+    assert Tokenizer.from_file(res['tokenizer']).encode(EDGES).ids == ours.encode(EDGES)
+
+def test_tfs_bpe_on_a_dataset(tmp_path, capsys):
+    if not SHAKES.exists(): pytest.skip('tiny Shakespeare is not in TFS_DATA')
+    code, res, err = _tfs(capsys, 'bpe', '--vocab-size', '400', '--out', str(tmp_path/'s'))
+    assert code == 0 and res['source'] == 'tinyshakespeare' and res['vocab_size'] == 400 and res['bytes_per_token'] > 1.5, err
+
+@pytest.mark.parametrize('content,args,msg', [
+    (b'', (), 'the file is empty'), (b'  \n\t', (), r'empty \(only whitespace\)'), (b'abc\xff\xfe', (), 'not UTF-8 text'),
+    (b'hello', ('--vocab-size', '200'), '--vocab-size: at least 257'), (b'hello', ('--vocab-size', '5000000'), '--vocab-size: at most 1,000,000'),
+    (b'hello', ('--vocab-size', '0'), 'positive integer'), (b'hello', ('--vocab-size', 'many'), 'positive integer'),
+])
+def test_tfs_bpe_refuses_in_one_line(tmp_path, capsys, content, args, msg):
+    f = tmp_path/'t.txt'
+    f.write_bytes(content)
+    code, res, err = _tfs(capsys, 'bpe', '--data', str(f), '--out', str(tmp_path/'o'), *args)
+    assert code == 2 and res is None and len(err.splitlines()) == 1 and re.search(msg, err), err
+    assert not (tmp_path/'o').exists()
+
+def test_tfs_bpe_names_a_missing_file_a_folder_and_a_bad_out(tmp_path, capsys):
+    (tmp_path/'t.txt').write_text('hello there', encoding='utf-8')
+    for argv, msg in ((('--data', str(tmp_path/'nope.txt')), 'no such dataset or file'), (('--data', str(tmp_path)), 'is a folder'),
+                      (('--data', str(tmp_path/'t.txt'), '--out', str(tmp_path/'t.txt')), "--out: .* is a file")):
+        code, res, err = _tfs(capsys, 'bpe', *argv)
+        assert code == 2 and len(err.splitlines()) == 1 and re.search(msg, err), err
