@@ -23,10 +23,9 @@ import torch.nn.functional as F
 from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.interpret import (repeated_tokens, token_losses, half_losses, record, hooked, ablating, head_means,
-                                            induction_score, prev_token_score, ablated_loss, logit_lens, train_induction,
-                                            INDUCTION_QUICK)
+                                            induction_score, prev_token_score, ablated_loss, logit_lens, INDUCTION_QUICK)
 from transformers_scratch.checks.interpret import (check_induction_score, check_prev_token_score, check_ablated_loss,
-                                                   check_logit_lens, _random_model)
+                                                   check_logit_lens)
 from conftest import stub
 
 def _hooks(m): return sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in m.modules())
