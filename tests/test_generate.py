@@ -329,6 +329,14 @@ def test_word_level_checkpoint_through_run_generate(tmp_path, capsys):
     assert text.lower().startswith('i think its a very') and 'xxunk' not in text.lower(), text
     with pytest.raises(ValueError, match='level'): run_generate(model=str(p), level='char')
 
+def test_run_generate_trains_the_recipe(tmp_path, capsys):
+    "run_generate(recipe=...) trains the recipe's model (sizes, windows, batches) and saves it; what is not a Recipe is refused before any work"
+    with pytest.raises(TypeError, match='recipe: expected a Recipe'): run_generate(quick=True, recipe=LM_QUICK['char'].model, out=tmp_path/'x.pt')
+    r = LM_QUICK['char'].replace(emb=16, heads=2, depth=1, seq_len=16, bs=8, n_batches=3)
+    res = run_generate('tinyshakespeare', recipe=r, quick=True, n=5, out=tmp_path/'m.pt', sampling=Sampling(greedy=True))
+    assert not (tmp_path/'x.pt').exists() and res['level'] == 'char' and res['model'] == str(tmp_path/'m.pt')
+    assert load_lm(tmp_path/'m.pt')['model'].config == replace(r.model, n_tokens=65)   # the recipe's model, the data's vocabulary
+
 def test_load_lm_rebuilds_from_the_config_and_refuses_a_wrong_vocabulary(tmp_path):
     "The saved `asdict(model.config)` rebuilds the model; a vocabulary of another size, a bad config or an old format is one line naming the file"
     import torch.nn as nn
