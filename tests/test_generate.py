@@ -361,9 +361,9 @@ def test_load_lm_rebuilds_from_the_config_and_refuses_a_wrong_vocabulary(tmp_pat
 # --- the compiled decoding step (issue 32: decoding against the roofline) --------------------------------------------
 
 DECODE_SHAPES = {   # tiny models of GPT-2's shape and of Llama's (grouped keys, rotary positions, RMSNorm, SwiGLU)
-    'gpt2': dict(emb=64, heads=4, depth=2, seq_len=40, n_tokens=50, act='gelu_tanh', prenorm=True, tied=True, qkv_bias=True, fast=True),
+    'gpt2': dict(emb=64, heads=4, depth=2, seq_len=40, n_tokens=50, act='gelu_tanh', prenorm=True, tied=True, qkv_bias=True, fast=True, dropout=0.1),
     'llama': dict(emb=64, heads=4, kv_heads=2, depth=2, seq_len=40, n_tokens=50, pos='rope', norm='rms', mlp='swiglu', hidden=96,
-                  bias=False, prenorm=True, tied=True, fast=True)}
+                  bias=False, prenorm=True, tied=True, fast=True, dropout=0.1)}   # dropout: train mode would change the tokens
 
 def decode_model(shape):
     "A tiny model of `shape`, its `nn.Linear` weights in Conv1D's column order (as `load_gpt2` keeps GPT-2's)"
@@ -385,7 +385,9 @@ def test_compiled_decoding_matches_the_plain_forward(shape):
     assert torch.equal(out, generate(m, p, 20, greedy=True, cache=False)) and torch.equal(out, generate(m, p, 20, greedy=True))
     assert torch.equal(generate(m, p, 50, greedy=True, compile=True), generate(m, p, 50, greedy=True, cache=False))   # the window slides
     assert torch.equal(generate(m, p, 25, seed=3, compile=True), generate(m, p, 25, seed=3, cache=False))
-    assert not m.training
+    m.train()                                                         # dropout off while decoding, the mode restored after
+    assert torch.equal(generate(m, p, 20, greedy=True, compile=True), out) and m.training
+    m.eval()
     sd = m.state_dict()                                               # rows_layout: the same names and values, rows contiguous
     assert list(sd) == list(names) and all(torch.equal(sd[k], v) for k, v in names.items())
     assert all(mod.weight.is_contiguous() for mod in m.modules() if isinstance(mod, torch.nn.Linear))
