@@ -10,7 +10,7 @@ import math, random, torch   # the check, written in lesson 41, uses them
 from fastai.data.load import DataLoader   # as above
 from .toolkit import *
 
-# %% ../../nbs/41_pretrain.ipynb #9b84ea88
+# %% ../../nbs/41_pretrain.ipynb #2e1ff5ac
 #| code-fold: true
 # @title check_masked_lm_loader
 _SPECIAL, _MASK, _V = (0, 1, 2, 3), 6, 40       # the fixtures' special ids (xxunk, xxpad, xxbos, xxeos), mask id, vocabulary
