@@ -1,5 +1,6 @@
 "Masked-LM pretraining: masking rates, not causal, load_encoder equivalence, no leakage, and the CLI round trip."
-import json, subprocess
+import json, os, subprocess
+from pathlib import Path
 from dataclasses import asdict, replace
 import pytest, torch
 from transformers_scratch.config import ModelConfig
@@ -261,3 +262,14 @@ def test_masked_accuracy_at_mask_counts_only_masked_positions():
         m = MaskedAccuracy(at_mask=at_mask); m.reset(); m.accumulate(learn)
         assert abs(m.value - want) < 1e-9, (at_mask, m.value)
     assert MaskedAccuracy(at_mask=True).name == 'mask_fill_accuracy'
+
+def test_score_on_file_is_named_by_its_flag(tmp_path, monkeypatch):
+    "IMDB_SAMPLE read for --score-on (to drop its validation reviews from IMDB's texts): a damaged file names --score-on, not --data"
+    import shutil
+    from transformers_scratch.data import DataFileError
+    from transformers_scratch.pretrain import pretrain_texts
+    shutil.copytree(Path(os.environ['TFS_DATA'])/'imdb_sample', tmp_path/'imdb_sample')
+    (tmp_path/'aclImdb_csv').symlink_to(Path(os.environ['TFS_DATA'])/'aclImdb_csv')
+    (tmp_path/'imdb_sample'/'texts.csv').write_bytes(b'label,text,is_valid\n\xff\xfe,bad\n')
+    monkeypatch.setenv('TFS_DATA', str(tmp_path))
+    with pytest.raises(DataFileError, match=r'^--score-on imdb_sample: .*texts\.csv'): pretrain_texts('imdb', 'imdb_sample')

@@ -27,7 +27,7 @@ from .checkpoints import save_checkpoint, load_model
 from .config import ModelConfig, TrainConfig, Recipe, ConfigError
 from .runtime import default_device, set_precision
 from .training import CompileModel, start_run
-from .data import imdb_sample_df, imdb_df
+from .data import imdb_sample_df, imdb_df, DataFileError
 from .models import ClassificationTransformer, ENCODER_MAY_DIFFER
 from .mlm import mask_tokens, MaskedLMTransformer
 from .textdata import text_dls
@@ -48,7 +48,9 @@ def pretrain_texts(data='imdb_sample',       # where the texts come from: 'imdb_
     else:
         texts = imdb_df(('train',)).text                              # never the test reviews
         if score_on == 'imdb_sample':
-            s = imdb_sample_df()
+            try: s = imdb_sample_df()
+            except DataFileError as e:                                  # read for --score-on, not --data
+                raise DataFileError(str(e).replace('--data imdb_sample:', '--score-on imdb_sample:', 1)) from None
             texts = texts[~texts.isin(set(s.text[s.is_valid]))]       # IMDB_SAMPLE's validation reviews are in IMDB's train
     texts = texts.drop_duplicates()
     if max_texts is not None and len(texts) > max_texts: texts = texts.sample(max_texts, random_state=seed)
