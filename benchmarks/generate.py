@@ -359,10 +359,11 @@ def main():
     if a.compile is None: a.compile = dev.type == 'cuda'
     machine = {'device': str(dev), 'gpu': torch.cuda.get_device_name() if dev.type == 'cuda' else None, 'cpu': cpu_model(),
                'cpu_count': os.cpu_count(), 'torch_threads': torch.get_num_threads(), 'torch': torch.__version__,
-               'platform': platform.platform(), 'load_average': [round(l, 2) for l in os.getloadavg()]}
+               'platform': platform.platform(), 'load_average': [round(l, 2) for l in os.getloadavg()],
+               'omp_wait_policy': os.environ.get('OMP_WAIT_POLICY')}   # PASSIVE: each parallel region wakes its threads (slow steps)
     print(json.dumps(machine))
     print(f"machine: {machine['gpu'] or machine['cpu']}, {machine['cpu_count']} CPU cores, {machine['torch_threads']} torch "
-          f"threads, load average {machine['load_average'][0]}")
+          f"threads, load average {machine['load_average'][0]}" + (f", OMP_WAIT_POLICY={machine['omp_wait_policy']}" if machine['omp_wait_policy'] else ''))
     out = {'machine': machine}
     if 'kv' in what:
         a.emb, a.heads, a.depth, a.seq_len = 384, 6, 6, 256
