@@ -245,3 +245,15 @@ def test_logit_lens():
         (lens_logprobs, 'log-probabilities'), (lens_last, r'only the last'), (lens_twice, 'applied twice'),
         (lens_ln_weights, 'RMSNorm')])
     for ok in (lens_loop, lens_matmul, lens_flat, lens_einsum): assert_check(check_logit_lens, ok)
+
+def test_record_on_a_gpt2_shaped_model():
+    "The lesson's GPT-2 view: `record` and the scores on a model with SDPA attention (`fast`), GELU MLPs and a tied head"
+    torch.manual_seed(0)
+    c = ModelConfig(emb=24, heads=3, depth=2, seq_len=40, n_tokens=50, act='gelu_tanh', qkv_bias=True, tied=True, fast=True)
+    m = GenerationTransformer(c).eval()
+    x = repeated_tokens(2, 10, 50, torch.Generator().manual_seed(0))
+    rec = record(m, x[:, :-1])
+    with torch.no_grad(): assert torch.allclose(rec.logits, m(x[:, :-1]), atol=1e-6)
+    s = torch.stack([induction_score(w, 10) for w in rec.attn])
+    assert s.shape == (2, 3) and bool(((s >= 0) & (s <= 1)).all())
+    assert logit_lens(m, torch.stack(rec.resid)).shape == (3, 2, 19, 50) and _hooks(m) == 0

@@ -27,6 +27,8 @@ def _score_out(fn, args, h, what):
     out = Runs(fn)(*args)
     expect(isinstance(out, torch.Tensor), f"return a tensor of scores, one per head, got {type(out).__name__}")
     expect(out.is_floating_point(), f"return the scores as floats (mean attention weights), got {out.dtype}")
+    expect(out.device == args[0].device, f"return the scores on the weights' device ({args[0].device.type}), got {out.device.type}")
+    expect(out.dtype == args[0].dtype, f"return the scores in the weights' dtype ({args[0].dtype}), got {out.dtype}")
     b = args[0].size(0)
     expect(tuple(out.shape) != (b,) or b == h, f"one score per head, (h,) = ({h},): you averaged over the heads (dim 1) "
            f"instead of the batch (dim 0); got shape {tuple(out.shape)}")
@@ -197,6 +199,8 @@ def check_logit_lens(fn):
             expect(tuple(out.shape) != ref.shape[1:] or n == 1, f"one set of logits per residual stream: (n, b, t, v) = "
                    f"{tuple(ref.shape)}, got {tuple(out.shape)} (only the last?)")
             expect_shape(out, tuple(ref.shape), 'the logits')
+            expect(out.device == ref.device, f"return the logits on the model's device ({ref.device.type}), got {out.device.type}")
+            expect(out.dtype == ref.dtype, f"return the logits in the model's dtype ({ref.dtype}), got {out.dtype}")
             out = out.detach().float()
             if same(out, ref, atol=1e-4, rtol=1e-4): continue
             e = r.size(-1)
