@@ -1,9 +1,8 @@
 "Lesson 19's checks accept the solutions and valid answers in other styles, and reject the stub and each typical mistake with its own hint."
-import heapq, itertools, json, re
+import itertools, re
 from collections import Counter, defaultdict
 import pytest, regex
 from transformers_scratch.checks.toolkit import assert_check
-from transformers_scratch import bpe as B
 from transformers_scratch.bpe import (pair_counts, merge_pair, pretokenize, train_bpe, train_bpe_fast, bpe_encode, bpe_decode,
                                       encode_special, vocab_of, BPETokenizer, GPT2_SPLIT)
 from transformers_scratch.checks.bpe import (check_pair_counts, check_merge, check_split, check_train, check_encode, check_decode,
