@@ -434,3 +434,54 @@ def test_known_answers_and_round_trips():
 def test_fast_trainer_learns_the_same_merges(n):
     text = TRAIN_TEXT * 2 + "aaaa bbbb aaaa ab ab ba 😀😀😀 x"
     assert list(train_bpe_fast(text, n).items()) == list(train_bpe(text, n).items())
+
+# --- more mistakes, of kinds the checks were not written against --------------------------------------------------------
+def s_re_module(text): return re.findall(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""", text)
+def t_never_merged(text, vocab_size):           # counts the same chunks every step: the same pair wins each time
+    words, merges = _words(text), {}
+    for new in range(256, vocab_size):
+        counts = Counter()
+        for w, n in words:
+            for p in zip(w, w[1:]): counts[p] += n
+        if not counts: break
+        merges[max(counts, key=counts.get)] = new
+    return merges
+def t_text_split(text, vocab_size):             # str.split() instead of GPT-2's chunks: spaces are lost
+    words, merges = [(list(c.encode()), n) for c, n in Counter(text.split()).items()], {}
+    for new in range(256, vocab_size):
+        counts = Counter()
+        for w, n in words:
+            for p in zip(w, w[1:]): counts[p] += n
+        if not counts: break
+        pair = max(counts, key=counts.get)
+        words = [(merge_pair(w, pair, new), n) for w, n in words]
+        merges[pair] = new
+    return merges
+def d_bytes_of_ids(ids, vocab): return bytes(ids).decode('utf-8', errors='replace')
+def e_single_pass_left(text, merges):           # one left-to-right sweep, merging whatever has a merge
+    out = []
+    for c in pretokenize(text):
+        ids, res, i = list(c.encode()), [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) in merges: res.append(merges[(ids[i], ids[i + 1])]); i += 2
+            else: res.append(ids[i]); i += 1
+        out += res
+    return out
+def m_hard_coded_256(ids, pair, new): return merge_pair(ids, pair, 256)
+def pc_skip_repeats(ids): return Counter(p for p in zip(ids, ids[1:]) if p[0] != p[1])
+def sp_hardcoded_eot(text, merges, special):
+    parts = text.split('<|endoftext|>')
+    out = []
+    for k, p in enumerate(parts):
+        if k: out.append(special.get('<|endoftext|>', 0))
+        out += bpe_encode(p, merges)
+    return out
+
+def test_fresh_mistakes():
+    assert_check(check_split, pretokenize, [(s_re_module, r"re has no \\p")])
+    assert_check(check_train, train_bpe, [(t_never_merged, 'same pair win'), (t_text_split, 'occurs|never occurs|raw text')])
+    assert_check(check_decode, bpe_decode, [(d_bytes_of_ids, 'look each id up')])
+    assert_check(check_encode, bpe_encode, [(e_single_pass_left, 'leftmost|expected|should encode')])
+    assert_check(check_merge, merge_pair, [(m_hard_coded_256, 'merging')])
+    assert_check(check_pair_counts, pair_counts, [(pc_skip_repeats, 'counted')])
+    assert_check(check_encode_special, encode_special, [(sp_hardcoded_eot, 'spelled out|expected')])

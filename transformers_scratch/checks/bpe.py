@@ -134,7 +134,11 @@ def _first_diff(got, ref):
 def check_split(fn):
     "Check `fn(text)` -> GPT-2's chunks of `text`, a list of strings that join back to it"
     for text in SPLIT_TEXTS:
-        out = fn(text)
+        try: out = fn(text)
+        except Exception as e:
+            if r'\p' in str(e) or 'bad escape' in str(e):
+                raise CheckError("Python's re has no \\p{L} or \\p{N} (bad escape \\p): import regex and use regex.findall") from None
+            raise
         expect(not (isinstance(out, (list, tuple)) and out and all(hasattr(m, 'group') for m in out)),
                "return the chunks as strings: regex.findall gives them (finditer gives match objects)")
         expect(isinstance(out, (list, tuple)), f"return a list of strings, got {type(out).__name__}")
@@ -161,6 +165,9 @@ def _replay(fn, text, vocab_size):
     n = vocab_size - 256
     order = sorted(merges.items(), key=lambda kv: kv[1])
     ids = [i for _, i in order]
+    if ids and ids[0] != 256 and len(ids) < n:
+        expect(False, f"{len(ids)} merges for {n} steps, and the ids do not start at 256: did the same pair win again and again "
+                      "(a dict keeps one id per pair)? After each merge, replace the pair in every chunk (merge_pair) before counting again")
     if ids and ids[0] != 256: expect(False, f"the new ids should start at 256 (0–255 are the bytes), yours start at {ids[0]}")
     expect(ids == list(range(256, 256 + len(ids))), "the new ids should be 256, 257, 258, ... one per merge, in the order learned")
     words = {}
@@ -278,6 +285,10 @@ def check_decode(fn):
         except UnicodeDecodeError:
             raise CheckError("your decode raised UnicodeDecodeError on bytes that are no valid UTF-8: a model can produce them; "
                              "decode with errors='replace'") from None
+        except ValueError as e:
+            if 'range(0, 256)' in str(e): raise CheckError("an id above 255 stands for several bytes: look each id up in vocab "
+                                                           "(vocab[i]), don't turn the ids into bytes directly") from None
+            raise
         expect(vocab == before, "your code changed the vocab it was given: read it only")
         expect(not isinstance(out, (bytes, bytearray)), "you returned bytes: decode them to text, .decode('utf-8', errors='replace')")
         expect(isinstance(out, str), f"return the text, a str, got {type(out).__name__}")
