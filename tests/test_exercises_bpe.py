@@ -485,3 +485,17 @@ def test_fresh_mistakes():
     assert_check(check_merge, merge_pair, [(m_hard_coded_256, 'merging')])
     assert_check(check_pair_counts, pair_counts, [(pc_skip_repeats, 'counted')])
     assert_check(check_encode_special, encode_special, [(sp_hardcoded_eot, 'spelled out|expected')])
+
+def t_vocab_size_merges(text, vocab_size): return train_bpe_fast(text, vocab_size + 256)   # vocab_size merges, bytes forgotten
+def t_joined_chunks(text, vocab_size):          # all chunks' bytes in one list: pairs across the chunks' boundaries
+    ids, merges = [b for c in pretokenize(text) for b in c.encode()], {}
+    for new in range(256, vocab_size):
+        counts = Counter(zip(ids, ids[1:]))
+        if not counts: break
+        pair = max(counts, key=counts.get)
+        ids = merge_pair(ids, pair, new)
+        merges[pair] = new
+    return merges
+
+def test_train_counts_merges_and_chunks():
+    assert_check(check_train, train_bpe, [(t_vocab_size_merges, 'the 256 bytes are ids too'), (t_joined_chunks, 'inside a chunk|raw text|within')])

@@ -165,6 +165,9 @@ def _replay(fn, text, vocab_size):
     n = vocab_size - 256
     order = sorted(merges.items(), key=lambda kv: kv[1])
     ids = [i for _, i in order]
+    if len(order) > n:
+        expect(len(order) != n + 1, f"vocab_size={vocab_size} means {n} merges (the 256 bytes count), you made {len(order)}: one too many")
+        expect(False, f"vocab_size={vocab_size} means at most {n} merges (vocab_size - 256: the 256 bytes are ids too), you made {len(order)}")
     if ids and ids[0] != 256 and len(ids) < n:
         expect(False, f"{len(ids)} merges for {n} steps, and the ids do not start at 256: did the same pair win again and again "
                       "(a dict keeps one id per pair)? After each merge, replace the pair in every chunk (merge_pair) before counting again")
