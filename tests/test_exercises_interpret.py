@@ -126,7 +126,8 @@ def test_induction_score():
         (stub, 'not solved'), (ind_self, r'earlier occurrence .* itself'), (ind_plus, 'off by one: key i - t \\+ 2'),
         (ind_from_end_of_first, 'query t - 1'), (ind_upper, 'every score is 0'), (ind_heads, 'averaged over the heads'),
         (ind_sum, "don't sum"), (ind_keys_rows, 'every score is 0'), (ind_fixed_t, 'hard-coded t|wrong diagonal'),
-        (ind_first_half, 'first half|wrong diagonal'), (ind_list, 'return a tensor'), (ind_bsum, "don't sum")])
+        (ind_first_half, 'first half|wrong diagonal'), (ind_list, 'return a tensor'), (ind_bsum, "don't sum"),
+        (lambda w, t: w.diagonal(-(t + 1), -2, -1).mean((0, -1)), r'\*before\* the earlier occurrence')])
     for ok in (ind_loop, ind_gather, ind_mask, ind_slice, ind_einsum): assert_check(check_induction_score, ok)
 
 def prev_loop(w): return torch.stack([w[:, :, i, i - 1] for i in range(1, w.size(-1))], -1).mean((0, -1))
@@ -151,7 +152,7 @@ def test_prev_token_score():
     assert_check(check_prev_token_score, prev_token_score, [
         (stub, 'not solved'), (prev_self, 'the token itself'), (prev_upper, 'every score is 0'), (prev_two, 'two tokens back'),
         (prev_with_q0, 'query 0'), (prev_heads, 'averaged over the heads'), (prev_sum, "don't sum"),
-        (prev_wrong_dims, r'\(h,\)|shape|raised')])
+        (prev_wrong_dims, r'\(h,\)|shape|raised'), (lambda w: w.diagonal(-1, -2, -1)[..., 1:].mean((0, -1)), 'query 1')])
     for ok in (prev_loop, prev_slice, prev_gather, prev_roll): assert_check(check_prev_token_score, ok)
 
 
@@ -205,6 +206,16 @@ def _abl(model, x, t, layer, head, zero_out=False, interleave=False, layer_shift
         if remove: h.remove()
     return ls[:, t if lo is None else lo:hi].mean().item()
 
+def abl_queries(model, x, t, layer, head):              # zeroes where the head looks, not what it writes
+    a, s = model.blocks[layer].attention, model.config.head_size
+    w = a.toqueries.weight.detach().clone()
+    with torch.no_grad(): a.toqueries.weight[head * s:(head + 1) * s] = 0
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally:
+        with torch.no_grad(): a.toqueries.weight.copy_(w)
+def abl_mean_ablation(model, x, t, layer, head):
+    with ablating(model, [(layer, head)], head_means(model, x[:, :-1])): return half_losses(token_losses(model, x), t)[1]
+
 def test_ablated_loss():
     w = lambda **kw: (lambda model, x, t, layer, head: _abl(model, x, t, layer, head, **kw))
     assert_check(check_ablated_loss, ablated_loss, [
@@ -216,7 +227,9 @@ def test_ablated_loss():
         (w(remove=False), 'hook is still on the model'), (w(inplace=True), "changed the model's weights"),
         (w(evalmode=False), 'dropout was on'),
         (lambda model, x, t, layer, head: torch.tensor([ablated_loss(model, x, t, layer, head)] * 2), 'one number'),
-        (lambda model, x, t, layer, head: (model.eval(), ablated_loss(model, x, t, layer, head))[1], 'leave the model in the mode')])
+        (lambda model, x, t, layer, head: (model.eval(), ablated_loss(model, x, t, layer, head))[1], 'leave the model in the mode'),
+        (abl_queries, "zeroed the head's queries"), (abl_mean_ablation, 'mean ablation'),
+        (lambda model, x, t, layer, head: ablated_loss(model, x, t, layer, (head + 1) % model.config.heads), r"that is head \d's loss")])
     for ok in (abl_manual, abl_mask, abl_view, abl_library): assert_check(check_ablated_loss, ok)
 
 

@@ -56,6 +56,8 @@ def check_induction_score(fn):
         diagnose(out, ref, [
             (_stripe(wd, t, t).mean(0), "you measured attention to the earlier occurrence of the current token itself (key i - t): "
                                         "the induction head looks at the token that followed it, key i - t + 1"),
+            (_stripe(wd, t + 1, t).mean(0), "off by one: key i - t - 1 is the token *before* the earlier occurrence; the "
+                                            "induction head looks at the one right after it, key i - t + 1"),
             (_stripe(wd, t - 2, t).mean(0), "off by one: key i - t + 2 is two tokens after the earlier occurrence; the token "
                                             "right after it is key i - t + 1"),
             (_stripe(wd, t - 1, t - 1).mean(0), "off by one: query t - 1, the last token of the first half, has no earlier "
@@ -89,6 +91,7 @@ def check_prev_token_score(fn):
                                         "one below it (offset -1)"),
             (_stripe(wd, 0, 1).mean(0), "you measured attention to the token itself (the main diagonal): the previous token is "
                                         "one below it (offset -1)"),
+            (_stripe(wd, 1, 2).mean(0), "off by one: query 1 (whose previous token is key 0) counts too: the queries are 1 … n-1"),
             (_stripe(wd, 2, 2).mean(0), "off by one: that is two tokens back (offset -2); the previous token is offset -1"),
             (_stripe(wd, 1, 1).mean(0) * (n - 1) / n, "query 0 has no previous token: average over the n - 1 queries 1 … n-1, "
                                                      "not over n with a 0 for the first"),
@@ -127,6 +130,9 @@ def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None))
         else: z.view(*z.shape[:-1], s, -1)[..., head] = 0
         return z
     if where == 'in': hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (zero(inp[0]),))
+    elif where == 'mean':                                              # the head's mean over this batch and its positions
+        hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (_meaned(inp[0], head * s, (head + 1) * s),))
+    elif where == 'q': hk = a.toqueries.register_forward_hook(lambda mod, inp, out: zero(out))
     else: hk = a.register_forward_hook(lambda mod, inp, out: zero(out))
     try:
         with torch.no_grad(), evaluating(m): z = m(x[:, :-1])
@@ -134,6 +140,9 @@ def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None))
     ls = F.cross_entropy(z.transpose(1, 2), x[:, 1:], reduction='none')
     lo, hi = half
     return ls[:, t if lo is None else lo:hi].mean().item()
+
+def _meaned(z, lo, hi):
+    z = z.clone(); z[..., lo:hi] = z[..., lo:hi].mean((0, 1)); return z
 
 def _loss_value(out):
     ok = isinstance(out, (float, int)) and not isinstance(out, bool) or isinstance(out, torch.Tensor) and out.numel() == 1 and out.is_floating_point()
@@ -162,6 +171,12 @@ def check_ablated_loss(fn):
               (_ablated(m, x, t, layer, head, where='out'), "you zeroed a slice of the attention's output, after unifyheads mixed "
                "the heads: zero the head's slice of unifyheads' *input* (a forward pre-hook on attention.unifyheads)"),
               (_ablated(m, x, t, 1 - layer, head), "the wrong block: `layer` counts from 0, model.blocks[layer]"),
+              *[(_ablated(m, x, t, layer, h), f"that is head {h}'s loss: `head` counts from 0, columns head·s … (head+1)·s - 1")
+                for h in range(m.config.heads) if h != head],
+              (_ablated(m, x, t, layer, head, where='q'), "you zeroed the head's queries (where it looks), not what it writes: zero "
+               "its slice of unifyheads' input"),
+              (_ablated(m, x, t, layer, head, where='mean'), "that is mean ablation (the head set to its average): the exercise asks "
+               "for zero ablation, the head's slice set to 0"),
               (_ablated(m, x, t, layer, head, half=(0, t - 1)), "that is the loss on the first half: take the repeated half's, "
                "logits t … 2t-2 (half_losses(...)[1])"),
               (_ablated(m, x, t, layer, head, half=(0, None)), "that is the loss on the whole sequence: take the repeated half's "
