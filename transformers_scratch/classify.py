@@ -16,7 +16,6 @@ from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import accuracy
 from fastai.torch_core import set_seed
-from fastai.callback.schedule import *          # fit_one_cycle, lr_find (the progress bars come with `training`)
 from .checkpoints import save_checkpoint, load_model, validate_folder
 from .config import ModelConfig, TrainConfig, Recipe, validate_memory
 from .runtime import set_precision, model_device, evaluating

@@ -16,7 +16,6 @@ from fastai.data.load import DataLoader
 from fastai.data.core import DataLoaders
 from fastai.learner import Learner
 from fastai.metrics import accuracy
-from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_model, validate_archive
 from .config import TrainConfig, Recipe
 from .runtime import model_device, evaluating, set_precision, note_at_training

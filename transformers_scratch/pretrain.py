@@ -22,7 +22,6 @@ from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import Metric, accuracy
 from fastai.callback.training import GradientClip
-from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_model
 from .config import ModelConfig, TrainConfig, Recipe, ConfigError
 from .runtime import default_device, set_precision

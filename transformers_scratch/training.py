@@ -16,6 +16,7 @@ from fastai.callback.core import Callback
 from fastai.callback.progress import ProgressCallback
 from fastai.learner import AvgSmoothLoss
 from fastai.torch_core import to_detach
+import fastai.callback.schedule  # noqa: F401  (it adds Learner.fit_one_cycle, which every task module of the library trains with)
 from .runtime import default_device, validate_precision, note_at_training
 from fastai.torch_core import set_seed
 from .checkpoints import validate_output
