@@ -282,3 +282,36 @@ def test_validators_are_not_named_check():
         if mod is None: continue
         bad += [f"{f.stem}.{n}" for n in getattr(mod, '__all__', []) if n.startswith('check_')]
     assert bad == [], bad
+
+def _library_modules():
+    import importlib
+    return {'.'.join(f.relative_to(LIB).with_suffix('').parts): importlib.import_module(
+            'transformers_scratch.' + '.'.join(f.relative_to(LIB).with_suffix('').parts))
+            for f in sorted(LIB.rglob('*.py')) if f.stem not in ('__init__', '_modidx')}
+
+def test_no_public_name_means_two_things():
+    "Each name of a module's `__all__` is that module's alone: `from a import *; from b import *` never shadows one with another"
+    owners = {}
+    for name, mod in _library_modules().items():
+        for n in getattr(mod, '__all__', []): owners.setdefault(n, []).append(name)
+    assert {n: ms for n, ms in owners.items() if len(ms) > 1} == {}
+
+def test_no_star_imports_outside_the_checks():
+    "The library imports names it uses by name (a checks module starts from the toolkit and its lesson's module, `import *`)"
+    bad = [f"{f.relative_to(LIB)}: from {n.module} import *" for f in LIB.glob('*.py') for n in ast.walk(ast.parse(f.read_text()))
+           if isinstance(n, ast.ImportFrom) and any(a.name == '*' for a in n.names)]
+    assert bad == [], bad
+
+def test_task_settings_are_recipes():
+    "Each task's quick and full settings (`*_QUICK`, `*_FULL`) are `Recipe`s (or a dict of them, per dataset or level): one type that the learners, runners, CLI, lessons and benchmarks read"
+    from transformers_scratch.config import Recipe
+    found, bad = [], []
+    for name, mod in _library_modules().items():
+        for n, v in vars(mod).items():
+            if not re.fullmatch(r'[A-Z0-9_]+_(QUICK|FULL)', n): continue
+            found.append(f"{name}.{n}")
+            vals = list(v.values()) if isinstance(v, dict) else [v]
+            if not vals or not all(isinstance(x, Recipe) for x in vals): bad.append(f"{name}.{n}: {type(v).__name__}")
+    assert bad == [], bad
+    assert len(found) >= 10, found   # classify, gpt2_classify, lm, translate, pretrain, finetune...
+    for mod in _library_modules().values(): assert not {'QUICK', 'FULL'} & set(vars(mod)), mod.__name__
