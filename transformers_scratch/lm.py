@@ -15,14 +15,13 @@ from fastai.learner import Learner
 from fastai.losses import CrossEntropyLossFlat
 from fastai.metrics import AvgLoss, Perplexity, accuracy
 from fastai.callback.training import GradientClip
-from fastai.callback.schedule import *          # fit_one_cycle
 from .runtime import set_precision, note_truncation
 from .checkpoints import CheckpointError, save_checkpoint, load_model
 from .config import ModelConfig, TrainConfig, Recipe
 from .masks import causal_mask, mask_scores
 from .models import GenerationTransformer, attention_maps
 from .generate import generate_text, sampling_of, validate_new_tokens
-from .training import adamw, speed_up, data_parallel, start_run, is_main_process, single_process
+from .training import adamw, speed_up, data_parallel, start_run, is_main_process, single_process   # lesson 09 (importing it adds Learner.fit_one_cycle)
 from .lmdata import CharVocab, CharWindows, lm_ids, lm_dls   # lesson 20a: the data
 
 # %% ../nbs/21_lm.ipynb #a7bd27c5

@@ -21,11 +21,10 @@ from fastai.text.data import SortedDL
 from fastai.learner import Learner
 from fastai.optimizer import Adam
 from fastai.callback.training import GradientClip
-from fastai.callback.schedule import *          # fit_one_cycle
 from .checkpoints import save_checkpoint, load_model
 from .config import ModelConfig, TrainConfig, Recipe
 from .runtime import default_device, set_precision, evaluating, model_device, n_params, as_count
-from .training import CompileModel, start_run
+from .training import CompileModel, start_run   # lesson 09 (importing it adds Learner.fit_one_cycle)
 from .data import multi30k_pairs
 from .models import attention_maps
 from .seq2seq import Seq2SeqTransformer, Seq2SeqLoss, teacher_forcing, translate_batch
