@@ -26,7 +26,9 @@
   cannot beat (memory read rate) / (bytes of weights) tokens/s. The read rate is measured in the same run: the best of
   several sums of a 256 MiB fp32 tensor and several products of a 256 MiB fp32 matrix with a vector, whichever is
   faster (measured before and after the races; the best counts). `gpt2` and `llama` then report each decoder's tokens/s
-  as a fraction of that limit (tokens/s x fp32 weight bytes / read rate), beside the ratio to Hugging Face.
+  as a fraction of that limit (tokens/s x fp32 weight bytes / read rate), beside the ratio to Hugging Face. Leave
+  OMP_WAIT_POLICY unset: with PASSIVE every parallel region wakes its threads, the 2-thread sum reads like one thread
+  (47-51 instead of 69-74 GB/s on the 2-core AMD EPYC) and a compiled step, many regions long, slows several-fold.
 - `valid`: tiny Shakespeare validation loss of `tfs generate --quick` (with `--full`: the full configuration, nanoGPT's
   shakespeare_char model and batch, meant for a GPU; nanoGPT's best checkpoint is at 1.4697; `--n-batches 2` makes a
   smoke test of the full path on a CPU).
