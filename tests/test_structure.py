@@ -10,7 +10,7 @@ from transformers_scratch.config import ModelConfig, config_from_dict
 ROOT = Path(__file__).resolve().parents[1]
 LIB, NBS = ROOT/'transformers_scratch', ROOT/'nbs'
 MODEL_MODULES = ['runtime', 'config', 'selfattention', 'attention', 'masks', 'positions', 'block', 'models', 'generate', 'seq2seq', 'mlm',
-                 'modern', 'interpret']
+                 'modern', 'interpret', 'lora']
 # The one exception to "no import from a later lesson": the attention (03) and the block (05) offer RoPE, grouped keys,
 # RMSNorm and SwiGLU as options, whose pieces lesson 27 teaches and exports (issue 31: not shown before they are asked for).
 # `modern` imports nothing of the library, so this makes no cycle (test_modern_imports_only_torch).

@@ -1,0 +1,110 @@
+"Lesson 50's library: LoRA's known properties (equal at the start, merge equality, frozen base, small trainable share), the counts on `meta`, and the adapter's save/load round trip with its base checked."
+import copy, dataclasses
+import pytest, torch, torch.nn as nn
+from transformers_scratch.config import ModelConfig
+from transformers_scratch.models import GenerationTransformer
+from transformers_scratch.checkpoints import CheckpointError
+from transformers_scratch.lora import (LoRALinear, add_lora, merge_lora, lora_counts, save_adapter, load_adapter,
+                                       base_fingerprint, lm_loss, lm_steps, reviews_as)
+
+C = ModelConfig(emb=32, heads=4, depth=2, seq_len=16, n_tokens=40)
+def _model(seed=0, c=C): torch.manual_seed(seed); return GenerationTransformer(c).eval()
+def _trained(m):
+    for mod in m.modules():
+        if isinstance(mod, LoRALinear): nn.init.normal_(mod.B, std=0.1)
+    return m
+IDS = torch.randint(0, 40, (3, 16), generator=torch.Generator().manual_seed(1))
+
+@pytest.mark.parametrize('targets', [('toqueries', 'tovalues'), ('toqueries', 'tokeys', 'tovalues', 'unifyheads', 'ff.0', 'ff.2', 'toprobs')])
+def test_adapted_model_starts_equal_to_its_base(targets):
+    base = _model()
+    ref = base(IDS)
+    m = add_lora(copy.deepcopy(base), targets, r=4, alpha=8)
+    assert torch.equal(m.eval()(IDS), ref)              # exactly: B is zero
+    assert torch.equal(m.train()(IDS), base.train()(IDS))
+
+def test_only_the_adapters_train_and_the_base_gets_no_gradient():
+    m = add_lora(_model(), ['toqueries', 'tovalues'], r=4, alpha=8)
+    names = [n for n, p in m.named_parameters() if p.requires_grad]
+    assert names and all(n.endswith(('.A', '.B')) for n in names)
+    _trained(m)
+    m(IDS).sum().backward()
+    assert all(p.grad is None for n, p in m.named_parameters() if not p.requires_grad)
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in m.named_parameters() if p.requires_grad)
+
+def test_merged_and_unmerged_logits_agree():
+    for c in (C, dataclasses.replace(C, mlp='swiglu', norm='rms', pos='rope', bias=False, kv_heads=2)):
+        targets = ('toqueries', 'tovalues', 'tokeys', 'unifyheads') + (('gate', 'up', 'down') if c.mlp == 'swiglu' else ('ff.0', 'ff.2'))
+        m = _trained(add_lora(_model(c=c), targets, r=4, alpha=8))
+        before = m(IDS)
+        merged = merge_lora(copy.deepcopy(m)).eval()
+        assert not any(isinstance(x, LoRALinear) for x in merged.modules())
+        assert all(type(x) is nn.Linear for n, x in merged.named_modules() if n.endswith(targets))
+        assert (merged(IDS) - before).abs().max() < 1e-5
+
+def test_merge_of_a_lone_layer():
+    lin = nn.Linear(6, 5)
+    w = _trained(nn.Sequential(LoRALinear(lin, 2, 4)))[0]
+    x = torch.randn(3, 6)
+    assert torch.allclose(merge_lora(copy.deepcopy(w))(x), w(x), atol=1e-6)
+
+def test_trainable_share_is_small_for_the_usual_targets():
+    gpt2 = ModelConfig(emb=768, heads=12, depth=12, seq_len=1024, n_tokens=50257, act='gelu_tanh', qkv_bias=True, tied=True)
+    d = lora_counts(lambda: GenerationTransformer(gpt2), ('toqueries', 'tovalues'), r=8)
+    assert d['trainable'] == 12 * 2 * 8 * (768 + 768) and d['fraction'] <= 0.02
+    assert 124e6 < d['total'] < 125e6                    # GPT-2 small, tied weights counted once
+    d = lora_counts(lambda: GenerationTransformer(gpt2), ('toqueries', 'tokeys', 'tovalues', 'unifyheads', 'ff.0', 'ff.2'), r=16)
+    assert d['trainable'] == 12 * 16 * (4 * 2 * 768 + 2 * (768 + 3072)) and d['fraction'] < 0.022   # 2.65 M: LLMs from scratch's 2.67 M less the head's
+    assert d['adamw_state'] == 2 * d['trainable']
+    assert lora_counts(lambda: GenerationTransformer(gpt2), ('toqueries', 'tokeys', 'tovalues', 'unifyheads', 'ff.0', 'ff.2'), r=8)['fraction'] <= 0.02
+
+def test_counting_on_meta_allocates_nothing():
+    big = ModelConfig(emb=2048, heads=16, depth=24, seq_len=2048, n_tokens=50000)   # about 1.3 B parameters: would need 5 GB
+    d = lora_counts(lambda: GenerationTransformer(big), ('toqueries', 'tovalues'), r=8)
+    assert d['total'] > 1e9 and d['trainable'] == 24 * 2 * 8 * 4096
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match='r:'): LoRALinear(nn.Linear(3, 3), r=0)
+    with pytest.raises(ValueError, match='alpha:'): LoRALinear(nn.Linear(3, 3), r=2, alpha=-1)
+    with pytest.raises(ValueError, match='dropout:'): LoRALinear(nn.Linear(3, 3), r=2, dropout=1.5)
+    with pytest.raises(TypeError, match='base:'): LoRALinear(nn.Conv1d(3, 3, 1))
+    with pytest.raises(ValueError, match="targets: no nn.Linear is named 'toquery'"): add_lora(_model(), ['toquery'])
+
+def test_adapter_round_trip(tmp_path):
+    m = _trained(add_lora(_model(), ['toqueries', 'tovalues'], r=4, alpha=8, dropout=0.1)).eval()
+    ref = m(IDS)
+    p = save_adapter(m, tmp_path/'a'/'adapter.pt')
+    assert p.stat().st_size < 40_000                     # the adapter only: the model's weights are 4× more
+    fresh = _model()                                     # the same base, rebuilt
+    assert base_fingerprint(fresh) == base_fingerprint(m)
+    back = load_adapter(fresh, p).eval()
+    assert torch.equal(back(IDS), ref)
+    assert [n for n, x in back.named_modules() if isinstance(x, LoRALinear)] == [n for n, x in m.named_modules() if isinstance(x, LoRALinear)]
+    assert {x.dropout.p for x in back.modules() if isinstance(x, LoRALinear)} == {0.1}
+    again = load_adapter(back, p)                        # onto an already adapted model of the same shape: the weights are replaced
+    assert torch.equal(again(IDS), ref)
+
+def test_adapter_refuses_another_base_in_one_line(tmp_path):
+    p = save_adapter(_trained(add_lora(_model(), ['toqueries'], r=2, alpha=4)), tmp_path/'adapter.pt')
+    with pytest.raises(CheckpointError) as e: load_adapter(_model(seed=1), p)
+    assert 'sha256' in str(e.value) and str(p) in str(e.value) and '\n' not in str(e.value)
+    with pytest.raises(CheckpointError, match='another configuration'): load_adapter(_model(c=dataclasses.replace(C, depth=3)), p)
+    (tmp_path/'junk.pt').write_bytes(b'not a checkpoint')
+    with pytest.raises(CheckpointError): load_adapter(_model(), tmp_path/'junk.pt')
+    with pytest.raises(FileNotFoundError): load_adapter(_model(), tmp_path/'none.pt')
+    with pytest.raises(ValueError, match='no LoRALinear'): save_adapter(_model(), tmp_path/'b.pt')
+
+def test_lm_steps_trains_only_what_requires_grad():
+    ids = torch.randint(0, 40, (2000,), generator=torch.Generator().manual_seed(0))
+    m = add_lora(_model(), ['toqueries', 'tovalues'], r=2, alpha=4)
+    frozen = {k: v.clone() for k, v in m.state_dict().items() if not k.endswith(('.A', '.B'))}
+    before = lm_loss(m, ids, 16)
+    lm_steps(m, ids, 16, steps=30, bs=8, lr=1e-2)
+    assert all(torch.equal(v, m.state_dict()[k]) for k, v in frozen.items())
+    assert lm_loss(m, ids, 16) < before
+
+def test_reviews_as_keeps_to_the_vocabulary():
+    import pandas as pd
+    df = pd.DataFrame(dict(text=['Great film!<br /><br />10/10', 'bad'], is_valid=[True, False]))
+    t = reviews_as('abdefgilmnrtG !', df)
+    assert t == 'bad\n\nGreat film!' + ' ' * 7 and set(t) <= set('abdefgilmnrtG !\n')
