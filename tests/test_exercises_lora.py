@@ -266,3 +266,56 @@ def test_checks_use_the_class_passed():
             _put(model, n, m.base)
         return model
     assert_check(functools.partial(check_merge_lora, wrapper=LEinsum), mg_only_einsum_class)
+
+# --- more wrong answers, one per class of mistake ---------------------------------------------------------------------
+class LScaleAll(LoRALinear):
+    def forward(self, x): return (self.base(x) + self.dropout(x) @ self.A.T @ self.B.T) * self.scale
+class LHardDrop(LoRALinear):
+    def __init__(self, base, r=8, alpha=16, dropout=0.): super().__init__(base, r, alpha, 0.1)
+class LNoDropArg(LoRALinear):
+    def __init__(self, base, r=8, alpha=16, dropout=0.): super().__init__(base, r, alpha, 0.)
+class LBTiny(LoRALinear):
+    def __init__(self, base, r=8, alpha=16, dropout=0.): super().__init__(base, r, alpha, dropout); nn.init.normal_(self.B, std=1e-6)
+class LABuffer(LoRALinear):
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout)
+        a = self.A.detach().clone(); del self.A; self.register_buffer('A', a)
+class LNoGradBase(LEinsum):       # the base computed under no_grad but never frozen
+    def __init__(self, base, r=8, alpha=16, dropout=0.): super().__init__(base, r, alpha, dropout); base.requires_grad_(True)
+class LFloat32(LoRALinear):
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout); self.A = nn.Parameter(self.A.float()); self.B = nn.Parameter(self.B.float())
+
+def al_substring(model, targets, r=8, alpha=16, dropout=0.):
+    model.requires_grad_(False)
+    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(t in n for t in targets)]:
+        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model
+def al_frozen_after(model, targets, r=8, alpha=16, dropout=0.):
+    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and n.split('.')[-1] in targets]:
+        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model.requires_grad_(False)
+def al_weights_only_frozen(model, targets, r=8, alpha=16, dropout=0.):
+    for n, p in model.named_parameters():
+        if n.endswith('weight'): p.requires_grad_(False)
+    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and n.split('.')[-1] in targets]:
+        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model
+def al_default_rank(model, targets, r=8, alpha=16, dropout=0.): return add_lora(model, targets)
+def mg_first_only(model):
+    for n, m in _lora_mods(model)[:1]:
+        with torch.no_grad(): m.base.weight += m.B @ m.A * m.scale
+        _put(model, n, m.base)
+    return model
+def mg_copy(model):               # a merged copy is a valid answer too
+    import copy
+    return merge_lora(copy.deepcopy(model))
+
+def test_more_wrong_answers():
+    assert_check(check_lora_linear, LoRALinear, [
+        (LScaleAll, "base's output too"), (LHardDrop, 'dropout=0'), (LNoDropArg, 'no dropout was applied'), (LBTiny, 'B should start at zero'),
+        (LABuffer, 'should train'), (LNoGradBase, 'base weight is still trainable'), (LFloat32, 'dtype')])
+    assert_check(check_add_lora, add_lora, [
+        (al_substring, 'only the Linears named'), (al_frozen_after, 'should train'), (al_weights_only_frozen, 'bias still trains'),
+        (al_default_rank, 'rank 8, not r=')])
+    assert_check(check_merge_lora, mg_copy, [(mg_first_only, 'still a LoRA wrapper')])
