@@ -319,3 +319,13 @@ def test_more_wrong_answers():
         (al_substring, 'only the Linears named'), (al_frozen_after, 'should train'), (al_weights_only_frozen, 'bias still trains'),
         (al_default_rank, 'rank 8, not r=')])
     assert_check(check_merge_lora, mg_copy, [(mg_first_only, 'still a LoRA wrapper')])
+
+def al_no_dropout(model, targets, r=8, alpha=16, dropout=0.): return add_lora(model, targets, r, alpha)
+def al_dropout_everywhere(model, targets, r=8, alpha=16, dropout=0.):   # nn.Dropout put after each wrapper: on the output
+    add_lora(model, targets, r, alpha)
+    for n, m in [(n, m) for n, m in model.named_modules() if isinstance(m, LoRALinear)]:
+        model.set_submodule(n, nn.Sequential(m, nn.Dropout(dropout)) if dropout else m)
+    return model
+
+def test_add_lora_passes_dropout_on():
+    assert_check(check_add_lora, add_lora, [(al_no_dropout, 'dropout=0.25 was not passed on'), (al_dropout_everywhere, 'was not wrapped|gone')])

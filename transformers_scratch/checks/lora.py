@@ -158,25 +158,25 @@ def _set_child(model, name, new):
 def _wrappers(model):
     return {n: m for n, m in model.named_modules() if hasattr(m, 'A') and hasattr(m, 'B') and hasattr(m, 'base')}
 
-def _ref_logits(orig, names, got, r, alpha, ids, scale=None):
-    "Logits of `orig` with the library's LoRALinear at `names`, holding the A and B of the learner's wrappers `got`"
+def _ref_logits(orig, names, got, r, alpha, ids, scale=None, dropout=0.):
+    "Logits of `orig` with the library's LoRALinear at `names`, holding the A and B of the learner's wrappers `got` (with dropout: in training mode, seeded)"
     ref = copy.deepcopy(orig)
     for n in names:
-        w = L.LoRALinear(copy.deepcopy(orig.get_submodule(n)), r, alpha)
+        w = L.LoRALinear(copy.deepcopy(orig.get_submodule(n)), r, alpha, dropout)
         with torch.no_grad(): w.A.copy_(_w(got[n].A, 'A')); w.B.copy_(_w(got[n].B, 'B'))
         if scale is not None: w.alpha, w.r = scale, 1
         _set_child(ref, n, w)
-    with torch.no_grad(): return ref.eval()(ids)
+    with torch.no_grad(): return seeded(ref.train(), ids, seed=5) if dropout else ref.eval()(ids)
 
 @checker(solution='lora.add_lora')
 def check_add_lora(fn):
     "Check `fn(model, targets, r, alpha)`: the Linears named by `targets` wrapped, everything else frozen, the model returned"
-    for k, (targets, r, alpha) in enumerate([(('toqueries', 'tovalues'), 2, 4), (('unifyheads', 'toprobs'), 3, 12),
-                                             (('tokeys', 'toqueries', 'tovalues', 'unifyheads', '0'), 4, 8)]):
+    for k, (targets, r, alpha, p) in enumerate([(('toqueries', 'tovalues'), 2, 4, 0.), (('unifyheads', 'toprobs'), 3, 12, 0.),
+                                                (('tokeys', 'toqueries', 'tovalues', 'unifyheads', '0'), 4, 8, 0.25)]):
         model, ids = _tiny_lm(k), randint(0, 11, (2, 8), seed=k)
         with torch.no_grad(): ref0 = model(ids)
         orig, names = copy.deepcopy(model), _targeted(model, targets)
-        out = seeded(fn, model, targets, r=r, alpha=alpha, seed=k)
+        out = seeded(fn, model, targets, r=r, alpha=alpha, seed=k, **({'dropout': p} if p else {}))
         expect(out is not None, "return the model (add_lora changes it in place and returns it)")
         expect(isinstance(out, nn.Module), f"return the model, got {type(out).__name__}")
         mods, got = dict(out.named_modules()), _wrappers(out)
@@ -204,6 +204,10 @@ def check_add_lora(fn):
                   (_ref_logits(orig, names, got, r, alpha, ids, scale=1.), "the adapters' update is not scaled by alpha / r: pass alpha on")]
         diagnose(logits, _ref_logits(orig, names, got, r, alpha, ids), wrongs,
                  "with B drawn at random the adapted model's logits differ from the model with LoRALinear(base, r, alpha) at each target")
+        if p:
+            with torch.no_grad(): train = seeded(out.train(), ids, seed=5)
+            diagnose(train, _ref_logits(orig, names, got, r, alpha, ids, dropout=p), [(logits, f"dropout={p} was not passed on: LoRALinear(base, r, alpha, dropout)")],
+                     f"in training mode with dropout={p} the logits differ from the model with LoRALinear(base, r, alpha, dropout) at each target, under the same seed")
 
 # %% ../../nbs/50_lora.ipynb #ea93a157
 #| code-fold: true
