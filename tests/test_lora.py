@@ -108,3 +108,14 @@ def test_reviews_as_keeps_to_the_vocabulary():
     df = pd.DataFrame(dict(text=['Great film!<br /><br />10/10', 'bad'], is_valid=[True, False]))
     t = reviews_as('abdefgilmnrtG !', df)
     assert t == 'bad\n\nGreat film!' + ' ' * 7 and set(t) <= set('abdefgilmnrtG !\n')
+
+def test_counts_for_the_course_pretrained_models_from_their_config_mappings():
+    from transformers_scratch.gpt2 import gpt2_config, config_from_gpt2
+    from transformers_scratch.llama import config_from_llama
+    smol = dict(model_type='llama', hidden_size=576, num_attention_heads=9, num_key_value_heads=3, num_hidden_layers=30, intermediate_size=1536,
+                vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000., tie_word_embeddings=True)
+    for c, targets, total in ((config_from_gpt2(gpt2_config('gpt2')), ('ff.0', 'ff.2'), 124_439_808),
+                              (config_from_llama(smol, seq_len=2048), ('gate', 'up', 'down'), 134_515_008)):
+        qv = lora_counts(lambda: GenerationTransformer(c), ('toqueries', 'tovalues'), r=8)
+        every = lora_counts(lambda: GenerationTransformer(c), ('toqueries', 'tokeys', 'tovalues', 'unifyheads') + targets, r=8)
+        assert qv['total'] == total and qv['fraction'] < every['fraction'] <= 0.02
