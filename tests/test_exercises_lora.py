@@ -329,3 +329,8 @@ def al_dropout_everywhere(model, targets, r=8, alpha=16, dropout=0.):   # nn.Dro
 
 def test_add_lora_passes_dropout_on():
     assert_check(check_add_lora, add_lora, [(al_no_dropout, 'dropout=0.25 was not passed on'), (al_dropout_everywhere, 'was not wrapped|gone')])
+
+def test_library_merge_folds_a_learners_wrapper():
+    "In the learner's edition the library's merge_lora meets the learner's own LoRALinear (check_merge_lora(merge_lora, LoRALinear) after the exercise): it folds what the wrapper computes"
+    import functools
+    for cls in (LEinsum, LFLinear, LPeft, LMergedWeight): assert_check(functools.partial(check_merge_lora, wrapper=cls), merge_lora)

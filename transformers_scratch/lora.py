@@ -68,11 +68,20 @@ def trainable(model):
 
 # %% ../nbs/50_lora.ipynb #bbeb9b28
 # @title Solution: merge_lora
+def _delta(m):
+    "The (out, in) change to W that a LoRA wrapper of another class (with `base`) computes, read off the identity in eval mode"
+    was, eye = m.training, torch.eye(m.base.in_features, dtype=m.base.weight.dtype, device=m.base.weight.device)
+    with torch.no_grad(): d = (m.eval()(eye) - m.base(eye)).T
+    m.train(was)
+    return d
+
 def merge_lora(model):   # an nn.Module holding `LoRALinear`s, changed in place
     "Fold each `LoRALinear` into its base `nn.Linear` (W + (alpha/r)·B A) and put that in its place; returns `model`"
     if isinstance(model, LoRALinear): return merge_lora(nn.Sequential(model))[0]
-    for n, m in [(n, m) for n, m in model.named_modules() if isinstance(m, LoRALinear)]:
-        with torch.no_grad(): m.base.weight += (m.B @ m.A * m.scale).to(m.base.weight.dtype)   # (out, in), like W
+    wrappers = [(n, m) for n, m in model.named_modules() if isinstance(m, LoRALinear) or all(hasattr(m, k) for k in ('base', 'A', 'B'))]
+    for n, m in wrappers:
+        d = m.B @ m.A * m.scale if isinstance(m, LoRALinear) else _delta(m)   # (out, in), like W; _delta: your own LoRALinear's
+        with torch.no_grad(): m.base.weight += d.to(m.base.weight.dtype)
         parent, _, child = n.rpartition('.')
         setattr(model.get_submodule(parent), child, m.base)
     return model
