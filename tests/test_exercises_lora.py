@@ -334,3 +334,31 @@ def test_library_merge_folds_a_learners_wrapper():
     "In the learner's edition the library's merge_lora meets the learner's own LoRALinear (check_merge_lora(merge_lora, LoRALinear) after the exercise): it folds what the wrapper computes"
     import functools
     for cls in (LEinsum, LFLinear, LPeft, LMergedWeight): assert_check(functools.partial(check_merge_lora, wrapper=cls), merge_lora)
+
+LEARNER_LORA = '''
+class my_LoRALinear(nn.Module):
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__()
+        self.base, self.s = base.requires_grad_(False), alpha / r
+        self.A = nn.Parameter(torch.randn(r, base.in_features, dtype=base.weight.dtype, device=base.weight.device) * 0.01)
+        self.B = nn.Parameter(torch.zeros(base.out_features, r, dtype=base.weight.dtype, device=base.weight.device))
+        self.drop = nn.Dropout(dropout)
+    def forward(self, x):
+        CALLS['my_LoRALinear'] = CALLS.get('my_LoRALinear', 0) + 1
+        return self.base(x) + torch.einsum('...i,ri,or->...o', self.drop(x), self.A, self.B) * self.s
+'''
+LEARNER_ADD = '''
+def my_add_lora(model, targets, r=8, alpha=16, dropout=0.):
+    CALLS['my_add_lora'] = CALLS.get('my_add_lora', 0) + 1
+    model.requires_grad_(False)
+    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]:
+        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model
+'''
+
+def test_the_lesson_goes_on_with_the_learners_layer_and_add_lora(tmp_path):
+    "The learner's edition, with LoRALinear and add_lora answered (merge left to the library, which folds the learner's class): it runs to its end on their code"
+    from learner_run import run_answered
+    seen = run_answered(tmp_path, '50_lora.ipynb', {'my_LoRALinear': LEARNER_LORA, 'my_add_lora': LEARNER_ADD})
+    assert seen['end']['my_add_lora'] > seen['after check']['my_add_lora']          # the measurements adapt with it
+    assert seen['end']['my_LoRALinear'] > seen['after check']['my_LoRALinear']
