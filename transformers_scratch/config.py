@@ -167,7 +167,7 @@ class TrainConfig:
     n_batches: int | None = None  # language models: random windows drawn per epoch (None: each window once)
     max_vocab: int | None = None  # word-level tasks: the most tokens a vocabulary built from the data keeps
     min_freq: int = 1             # ...and how often a token must occur to be kept
-    max_train: int | None = None  # the most training (validation) examples or texts read, drawn once (None: all)
+    max_train: int | None = None  # the most training (validation) examples, texts or sentence pairs read (None: all)
     max_valid: int | None = None
     keep: str = 'end'             # classifiers: the part of a longer text that is read: 'end', 'start' or 'both' ends
     smoothing: float = 0.         # label smoothing of the cross-entropy

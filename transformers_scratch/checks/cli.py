@@ -9,7 +9,7 @@ __all__ = ['check_tfs_result']
 import json   # the check, written in lesson 90, uses it
 from .toolkit import *
 
-# %% ../../nbs/90_cli.ipynb #91eaa94c
+# %% ../../nbs/90_cli.ipynb #a06ff538
 #| code-fold: true
 # @title check_tfs_result
 _TABLE = "epoch     train_loss  valid_loss  accuracy  time\n0         0.693       0.688       0.560     00:04\n"
