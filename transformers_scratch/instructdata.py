@@ -123,22 +123,16 @@ def clean_text(s):
     return ' '.join(''.join(c if c in CHARS else ' ' if c.isspace() else '' for c in s).split())
 
 def truncate(text, max_input):
-    "The first sentences of `text` that fit in `max_input` characters; if the first one does not, its first words that do (a first word too long: cut)"
+    "The first words of `text` that fit in `max_input` characters (a first word too long: its first `max_input` characters)"
     if len(text) <= max_input: return text
-    out = ''
-    for sent in re.split(r'(?<=[.!?])\s+', text):
-        longer = f"{out} {sent}" if out else sent
-        if len(longer) > max_input: break
-        out = longer
-    if out: return out
-    head = text[:max_input + 1]
+    head = text[:max_input + 1]                 # a space at max_input ends the last whole word
     return head.rsplit(' ', 1)[0] if ' ' in head else text[:max_input]
 
 # %% ../nbs/51_instructdata.ipynb #04192be4
 @functools.lru_cache(maxsize=16)
 def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
                   split,       # 'train' or 'valid', the dataset's own split
-                  max_input=200,
+                  max_input=120,
                  ):
     "(input, response) pairs of a dataset task's split, inputs cleaned and cut to `max_input` characters; no validation input is a training input"
     if task not in FROM_DATASETS: raise ValueError(f"task: expected one of {', '.join(FROM_DATASETS)}, got {task!r}")
@@ -180,13 +174,15 @@ def _count(name, n):
     if isinstance(n, bool) or not isinstance(n, int) or n < 0: raise ValueError(f"{name}: expected a whole number ≥ 0, got {n!r}")
     return n
 
+def _shares(n, k): return [n // k + (i < n % k) for i in range(k)]
+
 def instruction_data(seed=0,         # the same seed gives the same examples
-                     n_train=1000,   # training examples per task
-                     n_valid=100,    # validation (held-out) examples per task
-                     tasks=None,     # some of `TASKS` (None: all seven)
-                     max_input=200,  # the longest `input` in characters (dataset tasks)
+                     n_train=7000,   # training examples, shared evenly by the tasks
+                     n_valid=700,    # validation (held-out) examples, shared evenly by the tasks
+                     tasks=None,     # some of `TASKS` (None: all seven), or one task's name
+                     max_input=120,  # the longest `input` in characters (dataset tasks)
                     ):
-    "(train, valid) lists of examples {'task', 'instruction', 'input', 'response'}: `n_train` and `n_valid` per task, valid's items never in train"
+    "(train, valid) lists of examples {'task', 'instruction', 'input', 'response'}: `n_train` and `n_valid` in all, valid's items never in train"
     tasks = TASKS if tasks is None else (tasks,) if isinstance(tasks, str) else tuple(tasks)
     bad = [t for t in tasks if t not in TASKS]
     if bad or not tasks: raise ValueError(f"tasks: unknown task {bad[0]!r}; expected some of {', '.join(TASKS)}" if bad else f"tasks: expected some of {', '.join(TASKS)}, got none")
@@ -196,13 +192,14 @@ def instruction_data(seed=0,         # the same seed gives the same examples
     if isinstance(max_input, bool) or not isinstance(max_input, int) or max_input < 20:
         raise ValueError(f"max_input: expected a whole number of characters ≥ 20, got {max_input!r}")
     train, valid = [], []
-    for task in tasks:
+    for task, nt, nv in zip(tasks, _shares(n_train, len(tasks)), _shares(n_valid, len(tasks))):
         items = {s: _generated_items(task, s) if task in GENERATED else dataset_pairs(task, s, max_input) for s in ('train', 'valid')}
-        if n_valid > len(items['valid']):
-            raise ValueError(f"n_valid: {n_valid:,} held-out examples of task {task!r} asked, but it has {len(items['valid']):,} (max_input={max_input})")
+        if nv > len(items['valid']):
+            raise ValueError(f"n_valid: {nv:,} held-out examples of task {task!r} asked ({n_valid:,} shared by {len(tasks)} tasks), "
+                             f"but it has {len(items['valid']):,} (max_input={max_input})")
         rng = random.Random(f"{seed}/{task}/train")
-        train += [_make(task, rng, it) for it in _draw(rng, items['train'], n_train)]
+        train += [_make(task, rng, it) for it in _draw(rng, items['train'], nt)]
         rng = random.Random(f"{seed}/{task}/valid")
-        valid += [_make(task, rng, it) for it in rng.sample(items['valid'], n_valid)]
+        valid += [_make(task, rng, it) for it in rng.sample(items['valid'], nv)]
     random.Random(f"{seed}/mix").shuffle(train)
     return train, valid
