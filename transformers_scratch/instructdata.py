@@ -96,8 +96,8 @@ def make_reverse(rng, word):
     return _example('reverse', rng.choice(PHRASINGS['reverse']), word[::-1], word=word)
 
 def make_add(rng, pair):
-    "One 'add' example: the sum of the two numbers of `pair`, in digits"
-    a, b = pair
+    "One 'add' example: the sum of the two numbers of `pair`, in digits; which number comes first is drawn"
+    a, b = pair if rng.random() < 0.5 else pair[::-1]
     return _example('add', rng.choice(PHRASINGS['add']), str(a + b), a=a, b=b)
 
 # %% ../nbs/51_instructdata.ipynb #b9ec399a
@@ -114,13 +114,20 @@ def _entity(m):
     n = int(name[1:])
     return bytes([n]).decode('cp1252', errors='ignore') if 128 <= n < 160 else chr(n) if n < 0x110000 else ''
 
+_OTHER = re.compile(f"[^{re.escape(CHARS)}]")
+
+def _plain(m):
+    "A character outside `CHARS`: its letter without the accent ('é' -> 'e'), a space for white space, else nothing"
+    c = m.group()
+    return ''.join(d for d in unicodedata.normalize('NFD', c) if d in CHARS) or (' ' if c.isspace() else '')
+
 def clean_text(s):
     "`s` with HTML breaks, tags and entities decoded, typographic quotes and dashes made plain, accents dropped outside `CHARS`, white space single"
-    s = re.sub(r'&?(#\d+|quot);|&(amp|lt|gt|apos);', _entity, s)   # AG News lost the '&' of '#39;' and 'quot;'; 'lt;' needs it ('salt;' stays)
+    s = re.sub(r"&?(#\d+|quot);|(?:&|(?<![A-Za-z]))(amp|lt|gt|apos);", _entity, s)   # AG News lost the '&'s: 'AT amp;T', but 'salt;' stays
     s = re.sub(r'<br\s*/?>|<[a-zA-Z/][^<>]{0,200}>', ' ', s)      # IMDB's line breaks, AG News's links
     s = s.translate(_TYPOGRAPHIC)
-    s = ''.join(c if c in CHARS else unicodedata.normalize('NFD', c) for c in s)
-    return ' '.join(''.join(c if c in CHARS else ' ' if c.isspace() else '' for c in s).split())
+    s = _OTHER.sub(_plain, s)
+    return ' '.join(s.split())
 
 def truncate(text, max_input):
     "The first words of `text` that fit in `max_input` characters (a first word too long: its first `max_input` characters)"
@@ -128,7 +135,17 @@ def truncate(text, max_input):
     head = text[:max_input + 1]                 # a space at max_input ends the last whole word
     return head.rsplit(' ', 1)[0] if ' ' in head else text[:max_input]
 
-# %% ../nbs/51_instructdata.ipynb #04192be4
+# %% ../nbs/51_instructdata.ipynb #ab2efecb
+@functools.lru_cache(maxsize=8)
+def _cleaned(task, split):
+    "(text, response) pairs of a dataset task's split, cleaned (`clean_text`), not cut"
+    if task == 'translate':
+        s = 'val' if split == 'valid' else 'train'
+        return tuple((clean_text(de), clean_text(en)) for de, en in multi30k('de', 'en', (s,))[s])
+    df = imdb_sample_df() if task == 'sentiment' else ag_news_df()
+    df = df[df.is_valid == (split == 'valid')]
+    return tuple((clean_text(t), str(label)) for t, label in zip(df.text, df.label))
+
 @functools.lru_cache(maxsize=16)
 def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
                   split,       # 'train' or 'valid', the dataset's own split
@@ -137,15 +154,9 @@ def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
     "(input, response) pairs of a dataset task's split, inputs cleaned and cut to `max_input` characters; no validation input is a training input"
     if task not in FROM_DATASETS: raise ValueError(f"task: expected one of {', '.join(FROM_DATASETS)}, got {task!r}")
     if split not in ('train', 'valid'): raise ValueError(f"split: expected 'train' or 'valid', got {split!r}")
-    if task == 'translate':
-        d = multi30k('de', 'en', ('train', 'val'))['val' if split == 'valid' else 'train']
-        pairs = [(clean_text(de), clean_text(en)) for de, en in d]
-        pairs = [(de, en) for de, en in pairs if de and en and len(de) <= max_input and len(en) <= max_input]
-    else:
-        df = imdb_sample_df() if task == 'sentiment' else ag_news_df()
-        df = df[df.is_valid == (split == 'valid')]
-        pairs = [(truncate(clean_text(t), max_input), str(l)) for t, l in zip(df.text, df.label)]
-        pairs = [(t, l) for t, l in pairs if t]
+    if task == 'translate':   # a sentence is not cut: a pair too long is left out
+        pairs = [(de, en) for de, en in _cleaned(task, split) if de and en and len(de) <= max_input and len(en) <= max_input]
+    else: pairs = [(truncate(t, max_input), label) for t, label in _cleaned(task, split) if t]
     if split == 'valid':
         seen = {t for t, _ in dataset_pairs(task, 'train', max_input)}
         pairs = [(t, r) for t, r in pairs if t not in seen]
@@ -153,7 +164,7 @@ def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
 
 # %% ../nbs/51_instructdata.ipynb #73a94d77
 def _generated_items(task, split):
-    if task == 'add': return tuple((a, b) for a in range(10, 100) for b in range(10, 100) if held_out((a, b)) == (split == 'valid'))
+    if task == 'add': return tuple((a, b) for a in range(10, 100) for b in range(a, 100) if held_out((a, b)) == (split == 'valid'))
     return words(split)
 
 _MAKE = {'spell': make_spell, 'count': make_count, 'reverse': make_reverse, 'add': make_add}
@@ -197,9 +208,9 @@ def instruction_data(seed=0,         # the same seed gives the same examples
         if nv > len(items['valid']):
             raise ValueError(f"n_valid: {nv:,} held-out examples of task {task!r} asked ({n_valid:,} shared by {len(tasks)} tasks), "
                              f"but it has {len(items['valid']):,} (max_input={max_input})")
-        rng = random.Random(f"{seed}/{task}/train")
-        train += [_make(task, rng, it) for it in _draw(rng, items['train'], nt)]
-        rng = random.Random(f"{seed}/{task}/valid")
-        valid += [_make(task, rng, it) for it in rng.sample(items['valid'], nv)]
+        rng = random.Random(f"{seed}/{task}/train/phrasing")          # phrasings apart from the order: n examples are
+        train += [_make(task, rng, it) for it in _draw(random.Random(f"{seed}/{task}/train"), items['train'], nt)]   # the first n of more
+        rng = random.Random(f"{seed}/{task}/valid/phrasing")
+        valid += [_make(task, rng, it) for it in random.Random(f"{seed}/{task}/valid").sample(items['valid'], len(items['valid']))[:nv]]
     random.Random(f"{seed}/mix").shuffle(train)
     return train, valid
