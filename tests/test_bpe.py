@@ -144,3 +144,21 @@ def test_tfs_bpe_names_a_missing_file_a_folder_and_a_bad_out(tmp_path, capsys):
                       (('--data', str(tmp_path/'t.txt'), '--out', str(tmp_path/'t.txt')), "--out: .* is a file")):
         code, res, err = _tfs(capsys, 'bpe', *argv)
         assert code == 2 and len(err.splitlines()) == 1 and re.search(msg, err), err
+
+def test_tfs_bpe_process_says_each_bad_input_in_one_line(tmp_path):
+    "The `tfs` console script itself, one process per case, run side by side: exit 2, one line naming the flag or the file, no output"
+    import subprocess
+    from faultkit import one_line, env
+    (tmp_path/'empty.txt').write_bytes(b'')
+    (tmp_path/'latin1.txt').write_bytes('café crème'.encode('latin-1'))
+    (tmp_path/'ok.txt').write_text('hello there', encoding='utf-8')
+    cases = [(('--data', 'empty.txt'), r"--data .*empty\.txt: the file is empty"),
+             (('--data', 'latin1.txt'), r"--data .*latin1\.txt: not UTF-8 text \(byte 0xe9 at offset 3\)"),
+             (('--data', 'ok.txt', '--vocab-size', '255'), r"--vocab-size: at least 257 \(the 256 bytes and <\|endoftext\|>\), got 255"),
+             (('--data', 'ok.txt', '--vocab-size', str(10**12)), r"--vocab-size: at most 1,000,000, got 1,000,000,000,000")]
+    procs = [subprocess.Popen(['tfs', 'bpe', *args, '--out', f'out{i}'], cwd=tmp_path, env=env(TFS_OFFLINE='1'), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i, (args, _) in enumerate(cases)]
+    for i, (p, (args, pattern)) in enumerate(zip(procs, cases)):
+        out, err = p.communicate(timeout=300)
+        assert one_line(p.returncode, err, pattern).startswith('tfs bpe: error: ') and out == '', args
+        assert not (tmp_path/f'out{i}').exists()

@@ -100,7 +100,7 @@ def test_merge():
     assert_check(check_merge, merge_pair, [
         (stub, 'not solved'), (m_last_lost, 'last id is lost'), (m_overlap, 'overlaps'), (m_first, 'only the first'),
         (m_backwards, 'backwards'), (m_in_place, 'changed the ids'), (m_none, 'changed the ids|returned None'),
-        (m_right_to_left, 'merging'), (m_strings, 'should hold ints')])
+        (m_right_to_left, 'from the right'), (m_strings, 'should hold ints')])
 
 # --- split ------------------------------------------------------------------------------------------------------------
 def s_compiled(text): return regex.compile(GPT2_SPLIT).findall(text)
@@ -138,17 +138,21 @@ def test_split():
 
 # --- train ------------------------------------------------------------------------------------------------------------
 def _words(text): return [(list(c.encode('utf-8')), n) for c, n in Counter(pretokenize(text)).items()]
-def t_minbpe_ties(text, vocab_size):           # minbpe's max(stats, key=stats.get): a tie goes to the pair counted first
-    words, merges = _words(text), {}
+def _trainer(words, vocab_size, pick=lambda c: max(c, key=c.get), count=lambda w: zip(w, w[1:]), merge=merge_pair):
+    "The training loop over (ids, count) `words`, with the pair `pick`ed from the counts, pairs `count`ed and chunks `merge`d as given"
+    merges = {}
     for new in range(256, vocab_size):
-        counts = {}
+        counts = Counter()
         for w, n in words:
-            for p in zip(w, w[1:]): counts[p] = counts.get(p, 0) + n
+            for p in count(w): counts[p] += n
         if not counts: break
-        pair = max(counts, key=counts.get)
-        words = [(merge_pair(w, pair, new), n) for w, n in words]
+        pair = pick(counts)
+        words = [(merge(w, pair, new), n) for w, n in words]
         merges[pair] = new
     return merges
+
+def t_minbpe_ties(text, vocab_size):           # minbpe's max(stats, key=stats.get): a tie goes to the pair counted first
+    return _trainer(_words(text), vocab_size)
 def t_largest_tie(text, vocab_size):           # ties to the largest pair, counted with Counter.update
     words, merges = _words(text), {}
     for new in range(256, vocab_size):
@@ -188,17 +192,7 @@ def _raw(text, vocab_size):
         ids = merge_pair(ids, pair, new)
         merges[pair] = new
     return merges
-def _least(text, vocab_size):
-    words, merges = _words(text), {}
-    for new in range(256, vocab_size):
-        counts = Counter()
-        for w, n in words:
-            for p in zip(w, w[1:]): counts[p] += n
-        if not counts: break
-        pair = min(counts, key=counts.get)
-        words = [(merge_pair(w, pair, new), n) for w, n in words]
-        merges[pair] = new
-    return merges
+def _least(text, vocab_size): return _trainer(_words(text), vocab_size, pick=lambda c: min(c, key=c.get))
 def t_from_255(text, vocab_size): return {p: i - 1 for p, i in train_bpe(text, vocab_size).items()}
 def t_from_0(text, vocab_size): return {p: i - 256 for p, i in train_bpe(text, vocab_size).items()}
 def t_one_more(text, vocab_size): return train_bpe(text, vocab_size + 1)
@@ -333,7 +327,7 @@ def test_encode():
     assert_check(check_encode, bpe_encode, [
         (stub, 'not solved'), (e_greedy, 'leftmost'), (e_frequency, 'most frequent'), (e_frequency_text, 'most frequent|expected'),
         (e_highest, 'learned last'), (e_dict_order, "dict's order"), (e_whole, 'encoded the text whole'), (e_one_pass, 'should encode to|expected'),
-        (e_pop, 'changed the merges'), (e_latin1, 'expected')])
+        (e_pop, 'changed the merges'), (e_latin1, 'expected|decode to')])
 
 # --- decode -----------------------------------------------------------------------------------------------------------
 def d_bytearray(ids, vocab):
@@ -438,25 +432,9 @@ def test_fast_trainer_learns_the_same_merges(n):
 # --- more mistakes, of kinds the checks were not written against --------------------------------------------------------
 def s_re_module(text): return re.findall(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""", text)
 def t_never_merged(text, vocab_size):           # counts the same chunks every step: the same pair wins each time
-    words, merges = _words(text), {}
-    for new in range(256, vocab_size):
-        counts = Counter()
-        for w, n in words:
-            for p in zip(w, w[1:]): counts[p] += n
-        if not counts: break
-        merges[max(counts, key=counts.get)] = new
-    return merges
+    return _trainer(_words(text), vocab_size, merge=lambda w, pair, new: w)
 def t_text_split(text, vocab_size):             # str.split() instead of GPT-2's chunks: spaces are lost
-    words, merges = [(list(c.encode()), n) for c, n in Counter(text.split()).items()], {}
-    for new in range(256, vocab_size):
-        counts = Counter()
-        for w, n in words:
-            for p in zip(w, w[1:]): counts[p] += n
-        if not counts: break
-        pair = max(counts, key=counts.get)
-        words = [(merge_pair(w, pair, new), n) for w, n in words]
-        merges[pair] = new
-    return merges
+    return _trainer([(list(c.encode()), n) for c, n in Counter(text.split()).items()], vocab_size)
 def d_bytes_of_ids(ids, vocab): return bytes(ids).decode('utf-8', errors='replace')
 def e_single_pass_left(text, merges):           # one left-to-right sweep, merging whatever has a merge
     out = []
@@ -499,3 +477,120 @@ def t_joined_chunks(text, vocab_size):          # all chunks' bytes in one list:
 
 def test_train_counts_merges_and_chunks():
     assert_check(check_train, train_bpe, [(t_vocab_size_merges, 'the 256 bytes are ids too'), (t_joined_chunks, 'inside a chunk|raw text|within')])
+
+# --- an independent audit's catalogue: overlaps, order, returns of other types ---------------------------------------------
+def pc_str_count(ids):                          # str.count's way: overlapping pairs counted once
+    s = ','.join(map(str, ids)) + ','
+    return {p: s.count(f"{p[0]},{p[1]},") for p in zip(ids, ids[1:])}
+def pc_sorted(ids): return dict(sorted(Counter(zip(ids, ids[1:])).items(), key=lambda kv: -kv[1]))
+def m_step_one(ids, pair, new):                 # moves on by one id after a merge
+    out = []
+    for i, x in enumerate(ids):
+        out.append(new if i + 1 < len(ids) and (x, ids[i + 1]) == pair else x)
+    return out
+def m_shared(ids, pair, new):                   # every overlapping match merged, the ids after them dropped
+    hits = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair]
+    return [new if i in hits else x for i, x in enumerate(ids) if i in hits or i - 1 not in hits]
+def m_from_right(ids, pair, new):
+    out, i = [], len(ids) - 1
+    while i >= 0:
+        if i >= 1 and (ids[i - 1], ids[i]) == pair: out.append(new); i -= 2
+        else: out.append(ids[i]); i -= 1
+    return out[::-1]
+def _split_with(pattern): return lambda text: regex.findall(pattern, text)
+s_numbers_with_symbols = _split_with(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}]+|\s+(?!\S)|\s+""")
+s_numbers_lost = _split_with(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+s_letters_and_numbers = _split_with(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}\p{N}]+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+s_backslash_d = _split_with(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\d+| ?[^\s\p{L}\d]+|\s+(?!\S)|\s+""")
+s_two_contractions = _split_with(r"""'s|'t| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+def s_split_kept(text):                         # regex.split with a capture group, the empty strings dropped: the same chunks
+    return [c for c in regex.split(f"({GPT2_SPLIT})", text) if c]
+def t_str_count(text, vocab_size):              # pairs counted as str.count counts: (z, z) twice in 'zzzzz', not four times
+    def count(w): return [p for p in set(zip(w, w[1:])) for _ in range(len(w) - len(merge_pair(w, p, -1)))]
+    return _trainer(_words(text), vocab_size, pick=lambda c: max(c, key=lambda p: (c[p], -p[0], -p[1])), count=count)
+def t_once_per_chunk(text, vocab_size): return _trainer(_words(text), vocab_size, count=lambda w: set(zip(w, w[1:])))
+def _encoder(rank, start=lambda chunk: list(chunk.encode()), chunks=pretokenize):
+    "Encoders that merge by `rank(pair, merges)` (lowest first; None: no merge) from `start(chunk)`"
+    def enc(text, merges):
+        out = []
+        for c in chunks(text):
+            ids = start(c)
+            while len(ids) > 1:
+                p = min(zip(ids, ids[1:]), key=lambda q: rank(q, merges))
+                if p not in merges: break
+                ids = merge_pair(ids, p, merges[p])
+            out += ids
+        return out
+    return enc
+e_default_zero = _encoder(lambda p, m: m.get(p, 0))                             # pairs without a merge rank first
+e_by_place = _encoder(lambda p, m: list(m).index(p) if p in m else float('inf'))  # the rank: where the merge stands in the dict
+e_code_points = _encoder(lambda p, m: m.get(p, float('inf')), start=lambda c: [ord(x) for x in c])
+e_words = _encoder(lambda p, m: m.get(p, float('inf')), chunks=str.split)
+def e_longest_match(text, merges):              # WordPiece's way: the longest token of the vocabulary from the left
+    inv = {b: i for i, b in vocab_of(merges).items()}
+    out = []
+    for c in pretokenize(text):
+        b, i = c.encode(), 0
+        while i < len(b):
+            j = next(j for j in range(len(b), i, -1) if b[i:j] in inv)
+            out.append(inv[b[i:j]]); i = j
+    return out
+def d_squeezed(ids, vocab): return re.sub('\ufffd+', '\ufffd', bpe_decode(ids, vocab))
+def d_surrogates(ids, vocab): return b''.join(vocab[i] for i in ids).decode('utf-8', errors='surrogateescape')
+def sp_found_after(text, merges, special):      # encodes the whole text, then replaces each special's ids by its id
+    ids = bpe_encode(text, merges)
+    for s, sid in special.items():
+        seq, out, i = bpe_encode(s, merges), [], 0
+        while i < len(ids):
+            if ids[i:i + len(seq)] == seq: out.append(sid); i += len(seq)
+            else: out.append(ids[i]); i += 1
+        ids = out
+    return ids
+def sp_in_chunks(text, merges, special):        # looks for the specials among GPT-2's chunks: '<|endoftext|>' is three of them
+    return [i for c in pretokenize(text) for i in ([special[c]] if c in special else bpe_encode(c, merges))]
+def sp_between_spaces(text, merges, special):   # finds a special only between spaces
+    return [i for k, w in enumerate(text.split(' ')) for i in ((bpe_encode(' ', merges) if k else []) + [special[w]] if w in special
+                                                              else bpe_encode((' ' if k else '') + w, merges))]
+def sp_re(text, merges, special):               # Python's re, the specials unsorted
+    if not special: return bpe_encode(text, merges)
+    parts = re.split('(' + '|'.join(map(re.escape, special)) + ')', text)
+    return [i for k, p in enumerate(parts) for i in ([special[p]] if k % 2 else bpe_encode(p, merges))]
+
+def test_audit_valid_answers():
+    assert_check(check_pair_counts, pc_sorted)
+    assert_check(check_split, s_split_kept)
+    assert_check(check_encode_special, sp_re)
+
+def test_audit_overlaps_and_order():
+    assert_check(check_pair_counts, pair_counts, [(pc_str_count, 'overlapping pairs were counted once')])
+    assert_check(check_merge, merge_pair, [(m_step_one, 'overlaps'), (m_shared, 'two merges'), (m_from_right, 'from the right')])
+    assert_check(check_split, pretokenize, [
+        (s_numbers_with_symbols, 'numbers are chunks of their own'), (s_numbers_lost, r'digits .* in no chunk'),
+        (s_letters_and_numbers, 'two branches'), (s_backslash_d, 'decimal digits only'), (s_two_contractions, "'ll")])
+    assert_check(check_train, train_bpe, [(t_str_count, 'overlapping pairs count once'), (t_once_per_chunk, 'least frequent|occurs')])
+    assert_check(check_encode, bpe_encode, [
+        (e_default_zero, 'no merge was applied'), (e_by_place, 'place in the dict'), (e_code_points, 'code point'),
+        (e_words, 'decode to'), (e_longest_match, 'left to right')])
+    assert_check(check_decode, bpe_decode, [(d_squeezed, "one '�' each"), (d_surrogates, 'decode to')])
+    assert_check(check_encode_special, encode_special, [
+        (sp_found_after, 'after encoding'), (sp_in_chunks, 'spelled out'), (sp_between_spaces, 'spelled out')])
+
+def _as(kind, fn):
+    "`fn`'s answer returned as a numpy array, a tensor, None or a tuple"
+    import numpy as np, torch
+    conv = {'numpy': np.array, 'tensor': torch.tensor, 'none': lambda o: None, 'tuple': tuple}[kind]
+    def f(*a): return conv(fn(*a))
+    f.__name__ = f"{getattr(fn, '__name__', 'answer')}_{kind}"
+    return f
+
+@pytest.mark.parametrize('kind', ['numpy', 'tensor', 'none'])
+def test_audit_other_return_types(kind):
+    for check, sol, pat in [(check_merge, merge_pair, 'plain Python list|returned None|should be a list'),
+                            (check_encode, bpe_encode, 'plain Python list|should be a list'),
+                            (check_encode_special, encode_special, 'plain Python list|should be a list'),
+                            (check_split, pretokenize, 'list of strings|should be strings'),
+                            (check_decode, bpe_decode, 'return the text')]:
+        if kind == 'tensor' and check in (check_split, check_decode): continue   # text makes no tensor
+        assert_check(check, sol, [(_as(kind, sol), pat)])
+    assert_check(check_pair_counts, pair_counts, [(_as('tuple', pair_counts), 'return a dict')])
+    assert_check(check_train, train_bpe, [(_as('none', train_bpe), 'should be a dict')])

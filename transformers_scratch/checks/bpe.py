@@ -48,12 +48,14 @@ def _pairs_dict(out, what='your counts', drop_zero=True, value='count'):
 @checker(solution='bpe.pair_counts')
 def check_pair_counts(fn):
     "Check `fn(ids)` -> {(a, b): count} of adjacent pairs, overlapping ones included"
-    for ids in ([7, 3, 7, 3, 7, 3, 9], [1, 2, 3, 1, 2], [5, 5, 5, 5], [], [4], _rand_ids(300, 12, 0), [2, 1, 2, 2, 1, 2, 2]):
+    for ids in ([7, 3, 7, 3, 7, 3, 9], [1, 2, 3, 1, 2], [5, 5, 5, 5], [], [4], _rand_ids(300, 12, 0), [2, 1, 2, 2, 1, 2, 2], [1, 5, 5, 5, 2]):
         before = list(ids)
         out = fn(ids)
         expect(ids == before, "your code changed the ids it was given: count without changing them")
         got, ref = _pairs_dict(out), dict(Counter(zip(ids, ids[1:])))
         if got == ref: continue
+        expect(got != {p: len(ids) - len(B.merge_pair(ids, p, -1)) for p in ref}, f"on {ids[:8]} overlapping pairs were counted "
+               "once: [5, 5, 5] holds (5, 5) twice, at 0 and at 1; count the pair at every position i (str.count skips overlaps)")
         expect(got != dict(Counter(zip(ids[0::2], ids[1::2]))), f"on {ids[:8]} you counted pairs two at a time (ids[0::2] with "
                "ids[1::2]): every adjacent pair counts, overlapping ones too, (a, b), (b, c), ...")
         expect(got != dict.fromkeys(ref, 1), f"on {ids[:8]} each pair is counted once: count how often it occurs")
@@ -81,10 +83,16 @@ def _merge_wrongs(ids, pair, new):
         for i in range(len(ids) - 1):
             if (ids[i], ids[i + 1]) == pair: return ids[:i] + [new] + ids[i + 2:]
         return list(ids)
+    hits = {k for k in range(len(ids) - 1) if (ids[k], ids[k + 1]) == pair}   # where the pair starts, overlaps too
+    def shared(): return [new if k in hits else x for k, x in enumerate(ids) if k in hits or k - 1 not in hits]
     return [(last_lost(), "the last id is lost: when the loop ends one short of the end, the last id still belongs to the result"),
             (overlapping(), "a merged pair overlaps the next one: after a merge skip both ids (i += 2), the second cannot start another pair"),
             (first_only(), "only the first occurrence was merged: replace every occurrence"),
-            (B.merge_pair(ids, (b, a), new), "you matched the pair backwards: (a, b) means a followed by b")]
+            (B.merge_pair(ids, (b, a), new), "you matched the pair backwards: (a, b) means a followed by b"),
+            (B.merge_pair(ids[::-1], (b, a), new)[::-1], "you merged from the right: read the ids left to right, so [5, 5, 5] "
+                                                         "with (5, 5) gives [new_id, 5]"),
+            (shared(), "an id went into two merges: in [5, 5, 5] with (5, 5) the middle 5 is taken by the first pair, so the "
+                       "result is [new_id, 5]")]
 
 @checker(solution='bpe.merge_pair')
 def check_merge(fn):
@@ -107,11 +115,13 @@ def check_merge(fn):
 # @title check_split
 SPLIT_TEXTS = ["Hello world! It's 2024, isn't it?", "a  b   c\n\n d\t\te", "  leading and trailing  ", "don't I'll we've they're she'd I'm",
                "DON'T SHOUT", "café naïve Ünïcödé,日本語 and Ελληνικά", "emoji 😀👍🏽 here!!", "pi is 3.14159 and 1234567 x2 _id",
-               "tabs\tand\r\nnewlines\n", "", "<|endoftext|>The end.", "x"]
+               "tabs\tand\r\nnewlines\n", "", "<|endoftext|>The end.", "x", "½ cup, x² and Ⅻ; ٣٤ and 7.5%"]
 
 _SPLIT_WRONGS = [   # (pattern, hint): what the usual slips match
     (r"""'s|'t|'re|'ve|'m|'ll|'d| ?\w+| ?[^\s\w]+|\s+(?!\S)|\s+""",
      "\\w joins letters, digits and _ into one class: GPT-2 has \\p{L} for letters and \\p{N} for numbers, apart"),
+    (r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\d+| ?[^\s\p{L}\d]+|\s+(?!\S)|\s+""",
+     "\\d is decimal digits only: \\p{N} is every number character, ½, ² and Ⅻ included"),
     (r"""'s|'t|'re|'ve|'m|'ll|'d| ?[a-zA-Z]+| ?[0-9]+| ?[^\sa-zA-Z0-9]+|\s+(?!\S)|\s+""",
      "letters beyond ASCII (é, ж, 日) are letters too: \\p{L}, not [a-zA-Z]"),
     (r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+""",
@@ -122,6 +132,10 @@ _SPLIT_WRONGS = [   # (pattern, hint): what the usual slips match
      "GPT-2's contractions are lower case only (no (?i)): 'T in DON'T is punctuation and a letter (that is GPT-4's rule)"),
     (r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}{1,3}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
      "GPT-2 keeps a run of digits whole: \\p{N}{1,3} is GPT-4's rule"),
+    (r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}]+|\s+(?!\S)|\s+""",
+     "numbers are chunks of their own ( ?\\p{N}+, before the symbols): without that branch digits stick to the punctuation beside them"),
+    (r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}\p{N}]+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+     "letters and numbers are two branches ( ?\\p{L}+ and ?\\p{N}+): in one class, 'x2' stays one chunk where GPT-2 cuts it"),
     (r""" ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
      "contractions ('s 't 're 've 'm 'll 'd) are chunks of their own, matched first"),
 ]
@@ -146,6 +160,8 @@ def check_split(fn):
         expect(bad is None, f"the chunks should be strings, got a {type(bad).__name__}")
         got, ref = list(out), B.pretokenize(text)
         if got == ref: continue
+        lost = Counter(text) - Counter(''.join(got))
+        expect(not any(c.isnumeric() for c in lost), f"the digits of {text!r} are in no chunk: a branch ' ?\\p{{N}}+' matches numbers")
         expect(''.join(got) == text, f"your chunks of {text!r} do not join back to the text: every character, spaces too, "
                "belongs to one chunk (str.split() drops the spaces)")
         for pat, hint in _SPLIT_WRONGS: expect(got != regex.findall(pat, text), f"{hint} (on {text!r})")
@@ -189,6 +205,11 @@ def _replay(fn, text, vocab_size):
             expect(counts[pair] != min(counts.values()), f"merge {step} ({pair}) is the least frequent pair: take the most frequent (max)")
             expect(once[pair] != max(once.values()), f"merge {step} ({pair}) is the most frequent if each distinct chunk counts once: "
                    "weight each chunk's pairs by how often the chunk occurs in the text")
+            apart = Counter()                       # overlapping pairs counted once, as str.count counts
+            for w, k in words:
+                for p in set(zip(w, w[1:])): apart[p] += k * (len(w) - len(B.merge_pair(w, p, -1)))
+            expect(apart[pair] != max(apart.values()), f"merge {step} ({pair}) is the most frequent if overlapping pairs count "
+                   "once: 'zzzzz' holds (z, z) four times, at every position")
             rawc = Counter(zip(raw, raw[1:]))
             expect(rawc[pair] != max(rawc.values()), f"merge {step} ({pair}) is the most frequent pair of the raw text: count inside "
                    "GPT-2's chunks (pretokenize), weighted by their counts")
@@ -212,6 +233,7 @@ def check_train(fn):
     expect(_replay(fn, TRAIN_TEXT, 256) == {}, "vocab_size=256 is the bytes alone: no merge")
     _replay(fn, TRAIN_TEXT, 300)
     _replay(fn, "ab ab", 300)                   # runs out of pairs: stop early
+    _replay(fn, "zzzzz ababab", 258)            # (z, z) 4 times, overlapping; (a, b) 3 times
 
 # %% ../../nbs/19_bpe.ipynb #09439d9d
 #| code-fold: true
@@ -220,10 +242,11 @@ ENCODE_TEXTS = ["the cat sat on the mat", "Then the thesis: 'the theme', isn't i
                 "2024 + 2025 = 4049", "THE CAT", "日本語のテキスト", "thethethe the", ""]
 
 def _enc_wrong(text, merges, how):
-    "The usual wrong encoders: 'greedy', 'frequency', 'highest', 'dict order', 'whole'"
-    out = []
+    "The usual wrong encoders: 'position', 'greedy', 'frequency', 'highest', 'dict order', 'whole', 'bytes', 'chars'"
+    if how == 'bytes': return list(text.encode('utf-8'))
+    out, pos = [], {p: k for k, p in enumerate(merges)}
     for chunk in ([text] if how == 'whole' else B.pretokenize(text)):
-        ids = list(chunk.encode('utf-8'))
+        ids = [ord(c) for c in chunk] if how == 'chars' else list(chunk.encode('utf-8'))
         if how == 'dict order':
             for p, i in merges.items(): ids = B.merge_pair(ids, p, i)
             out += ids; continue
@@ -233,6 +256,7 @@ def _enc_wrong(text, merges, how):
             if how == 'greedy': p = ps[0]
             elif how == 'frequency': c = Counter(ps); p = max(ps, key=lambda q: c[q])
             elif how == 'highest': p = max(ps, key=merges.get)
+            elif how == 'position': p = min(ps, key=pos.get)
             else: p = min(ps, key=merges.get)
             ids = B.merge_pair(ids, p, merges[p]) if how != 'greedy' else _merge_first(ids, p, merges[p])
         out += ids
@@ -242,14 +266,19 @@ def _merge_first(ids, p, new):
     i = next(i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == p)
     return ids[:i] + [new] + ids[i + 2:]
 
-_ENC_HINTS = [('greedy', "you merged the leftmost pair that has a merge: apply the merge learned first (the lowest new id) "
-                         "wherever it is in the chunk, then the next"),
+_ENC_HINTS = [('position', "you ranked the merges by their place in the dict: the rank of a merge is its new id, lowest "
+                           "first, whatever order the dict has"),
+              ('greedy', "you merged from left to right (the leftmost pair that has a merge, or the longest known token): "
+                         "apply the merge learned first (the lowest new id) wherever it is in the chunk, then the next"),
               ('frequency', "you merged the most frequent pair of the chunk: encoding applies merges by rank (the lowest new "
                             "id first), not by count — counting is the trainer's job"),
               ('highest', "you applied the merge learned last first: the lowest new id (the earliest merge) goes first"),
               ('dict order', "you applied the merges in the dict's order: the rank of a merge is its new id, lowest first, "
                              "whatever order the dict has"),
-              ('whole', "you encoded the text whole: split it into chunks first (pretokenize) and encode each chunk alone")]
+              ('whole', "you encoded the text whole: split it into chunks first (pretokenize) and encode each chunk alone"),
+              ('bytes', "no merge was applied: a pair without a merge must rank last (merges.get(pair, float('inf'))), and "
+                        "merging goes on while a pair of the chunk has a merge"),
+              ('chars', "ord(c) is a character's code point, not its bytes: start from chunk.encode('utf-8')")]
 
 @checker(solution='bpe.bpe_encode')
 def check_encode(fn):
@@ -267,8 +296,14 @@ def check_encode(fn):
         expect(merges == before and list(merges) == list(before), "your code changed the merges it was given: read them only")
         got, ref = _ints(out, 'the ids'), B.bpe_encode(text, merges)
         if got == ref: continue
-        expect(text != "aaabdaaabac", f"minbpe's 'aaabdaaabac' with merges {m3} should encode to [258, 100, 258, 97, 99], got {got[:8]}")
         for how, hint in _ENC_HINTS: expect(got != _enc_wrong(text, merges, how), f"{hint} (on {text!r})")
+        expect(text != "aaabdaaabac", f"minbpe's 'aaabdaaabac' with merges {m3} should encode to [258, 100, 258, 97, 99], got {got[:8]}")
+        vocab = B.vocab_of(merges)
+        bad = next((x for x in got if x not in vocab), None)
+        expect(bad is None, f"on {text!r} your id {bad} is neither a byte (0-255) nor a new id of the merges")
+        back = b''.join(vocab[x] for x in got).decode('utf-8', errors='replace')
+        expect(back == text, f"your ids of {text!r} decode to {back[:40]!r}: encoding keeps every byte of the text, its UTF-8 "
+                             "bytes (chunk.encode('utf-8')) chunk by chunk (pretokenize keeps the spaces, str.split() drops them)")
         i, g, r = _first_diff(got, ref)
         expect(False, f"on {text!r} id {i} is {g}, expected {r} ({len(got)} ids instead of {len(ref)})")
 
@@ -281,7 +316,7 @@ def check_decode(fn):
     merges = B.train_bpe(TRAIN_TEXT, 300)
     vocab = B.vocab_of(merges)
     e = list('é'.encode()) + list('😀'.encode())                                 # [195, 169, 240, 159, 152, 128]
-    cases = [B.bpe_encode(t, merges) for t in ENCODE_TEXTS] + [e, e[:1] + [97] + e[1:], [255, 97], [97, 0x9f, 98], e[2:5], [230, 151], []]
+    cases = [B.bpe_encode(t, merges) for t in ENCODE_TEXTS] + [e, e[:1] + [97] + e[1:], [255, 97], [97, 0x9f, 98], e[2:5], [230, 151], [0x80, 0x80, 97, 0xff, 0xfe], []]
     for ids in cases:
         before = dict(vocab)
         try: out = fn(list(ids), vocab)
@@ -302,12 +337,25 @@ def check_decode(fn):
         expect(out != per_token, f"a character split between two tokens came out as '�': glue the bytes of all the ids first, "
                                  f"then decode once (ids {ids[:6]})")
         expect(out != raw.decode('utf-8', errors='ignore'), f"the broken bytes vanished: errors='replace' marks them with '�' (ids {ids[:6]})")
+        expect(out != regex.sub('\ufffd+', '\ufffd', ref), f"broken bytes in a row give one '�' each, as errors='replace' marks "
+                                                          f"them: keep them all (ids {ids[:6]})")
         expect(out != raw.decode('latin-1'), "you decoded the bytes as Latin-1: they are UTF-8")
         expect(False, f"ids {ids[:6]} decode to {ref[:20]!r}, you gave {out[:20]!r}")
 
 # %% ../../nbs/19_bpe.ipynb #0ecbd176
 #| code-fold: true
 # @title check_encode_special
+def _found_after(text, merges, special):
+    "A wrong answer: the whole text encoded, then each special's ids (encoded alone) replaced by its id"
+    ids = B.bpe_encode(text, merges)
+    for s, sid in special.items():
+        seq, out, i = B.bpe_encode(s, merges), [], 0
+        while i < len(ids):
+            if ids[i:i + len(seq)] == seq: out.append(sid); i += len(seq)
+            else: out.append(ids[i]); i += 1
+        ids = out
+    return ids
+
 @checker(solution='bpe.encode_special')
 def check_encode_special(fn):
     "Check `fn(text, merges, special)` -> ids, each special token one id, the text between them encoded alone"
@@ -315,12 +363,17 @@ def check_encode_special(fn):
     sp = {'<|endoftext|>': 300, '<|pad|>': 301}
     texts = ["the cat<|endoftext|>the rat", "<|endoftext|><|endoftext|>", "a <|endoftext|> b", "<|pad|>the end<|endoftext|>",
              "no special here", "a <| b |> endoftext c", "the<|pad|>the<|endoftext|>", "x|y <|endoftext", ""]
-    for text, special in [(t, sp) for t in texts] + [("the cat<|endoftext|>", {}), ("x<|endoftext|>y", {'<|endoftext|>': 999})]:
+    seen = B.train_bpe(TRAIN_TEXT + "the end <|endoftext|> the" * 8, 300)   # merges that glue ' <' and '<|' too
+    cases = [(t, sp, merges) for t in texts] + [("the cat<|endoftext|>", {}, merges), ("x<|endoftext|>y", {'<|endoftext|>': 999}, merges),
+                                                ("the end <|endoftext|> the", sp, seen), ("end.<|endoftext|>the<|pad|>", sp, seen)]
+    for text, special, merges in cases:
         before = dict(special)
         out = fn(text, merges, special)
         expect(special == before, "your code changed the special tokens it was given: read them only")
         got, ref = _ints(out, 'the ids'), B.encode_special(text, merges, special)
         if got == ref: continue
+        expect(got != _found_after(text, merges, special), f"you looked for the special tokens' ids after encoding {text!r}: "
+               "next to other text their bytes merge otherwise (' <|'), so find the specials in the text first")
         expect(got != B.bpe_encode(text, merges), f"the special token was spelled out as text in {text!r}: find the specials "
                "first and give each its id")
         pieces = regex.split('|'.join(special), text) if special else [text]
