@@ -221,6 +221,16 @@ def test_tiktoken_stays_offline(d, tmp_path, monkeypatch, capsys):
     assert time.perf_counter() - t < 5 and asked == [] and out == ''
     assert tiktoken.load.read_file.__name__ == '<lambda>'                     # tiktoken's own function is put back
 
+def test_generate_model_compile_reaches_the_decoder(d, capsys, monkeypatch):
+    "`tfs generate --model F --compile` hands `compile=True` to the decoding (the compiled step itself: test_generate, test_llama)"
+    import transformers_scratch.lm as lm
+    seen, real = [], lm.generate_text
+    monkeypatch.setattr(lm, 'generate_text', lambda *a, **kw: seen.append(kw.get('compile')) or real(*a, **{**kw, 'compile': False}))
+    for flags in ([], ['--compile']):
+        code, out, err = tfs(capsys, 'generate', '--model', d/'lm.pt', '--n', '2', *flags)
+        assert code == 0, err
+    assert seen == [False, True]
+
 # ------------------------------------------------------------------------------------------ 2. no silent wrong results
 NOTE = r'^tfs: note: the prompt has (\d+) tokens and the model reads the last (\d+)$'
 

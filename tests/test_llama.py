@@ -189,6 +189,17 @@ def test_cli_generate_pretrained(cli_folder, capsys):
     res = json.loads(line)
     assert (res['model'], res['prompt_tokens'], res['new_tokens']) == (str(folder), 7, 9) and res['tokens_per_s'] > 0
 
+def test_cli_generate_pretrained_compiled(tmp_path, capsys):
+    "`--compile`: the same greedy text from the compiled decoding step; the JSON line adds the compile time and times decoding alone"
+    folder = tmp_path/'gqa'; folder.mkdir()
+    save_hf(folder, *CONFIGS['llama-gqa'][:2], **CONFIGS['llama-gqa'][2]); with_tokenizer(folder)
+    args = ('generate', '--pretrained', folder, '--prompt', 'the cat', '--n', '9', '--top-k', '1')
+    (c1, plain, _), (c2, compiled, err) = tfs(capsys, *args), tfs(capsys, *args, '--compile')
+    assert c1 == c2 == 0 and 'decoding eagerly' not in err, err
+    assert compiled.rsplit('\n', 2)[0] == plain.rsplit('\n', 2)[0]
+    res = json.loads(compiled.rsplit('\n', 2)[1])
+    assert res['compile_s'] > 0 and res['tokens_per_s'] > 0 and 'compile_s' not in json.loads(plain.rsplit('\n', 2)[1])
+
 def test_cli_generate_pretrained_refusals(tmp_path, good, capsys, monkeypatch):
     "Bad input to `--pretrained`: one line naming the flag, exit 2, nothing on stdout"
     cfg, sd = good

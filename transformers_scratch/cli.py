@@ -94,6 +94,9 @@ def _parser():
     g.add_argument('--seed', type=_seed, default=0, help='random seed for training and sampling')
     g.add_argument('--model', help='a checkpoint saved by an earlier `tfs generate --out`, instead of training')
     g.add_argument('--out', help='where to save the trained model (a checkpoint for --model)')
+    g.add_argument('--compile', action='store_true', help="decode with the compiled one-token step (lesson 20; needs a C++ "
+                   "compiler, which Colab has; the first call compiles for a minute or so; with --pretrained the JSON line "
+                   "adds compile_s and times the decoding alone)")
     g.add_argument('--pretrained', metavar='NAME_OR_FOLDER', help="a pretrained model instead of training, GPT-2 (lesson 24) or a "
                    "Llama-family model: SmolLM2, Llama, Qwen2 (lesson 28); config.json's model_type says which. A hub name (gpt2, "
                    "gpt2-medium, gpt2-large, gpt2-xl, HuggingFaceTB/SmolLM2-135M, ...) or a folder with config.json, "
@@ -273,14 +276,14 @@ def _generate_pretrained(a):
     if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
     from transformers_scratch.hub import PretrainedError
     from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
-    try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed)
+    try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed, compile=a.compile)
     except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
 
 def _generate(a):
     if a.pretrained: return _generate_pretrained(a)
     from transformers_scratch.lm import run_generate
     return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, sampling=a.sampling,
-                        quick=a.quick, model=a.model, out=a.out, seed=a.seed)
+                        quick=a.quick, model=a.model, out=a.out, seed=a.seed, compile=a.compile)
 
 # %% ../nbs/90_cli.ipynb #bdcb43b0
 def _translate_parser(sub):

@@ -197,7 +197,8 @@ def generate_pretrained(load,            # (source, device, prompt, n) -> (model
                         prompt=None,     # the text to continue
                         n=None,          # new tokens (default 50)
                         sampling=None,   # a `Sampling` (lesson 20), checked when it was made (default: temperature 1)
-                        seed=0):
+                        seed=0,
+                        compile=False):  # decode with the compiled step (lesson 20's `compiled_step`), compiled before the timing
     "Load a pretrained model and its tokenizer with `load`, print a continuation of `prompt`, return what was measured"
     n = 50 if n is None else n
     sampling = sampling_of(sampling); validate_new_tokens(n)
@@ -209,12 +210,15 @@ def generate_pretrained(load,            # (source, device, prompt, n) -> (model
     ids = torch.tensor(tok.encode(prompt), dtype=torch.long, device=run.device)
     if not len(ids): raise ValueError("prompt: the prompt gives no tokens")
     if len(ids) > c.seq_len: note_truncation(len(ids), c.seq_len)         # the note of every `tfs` command (lesson 21)
+    t0 = time.time()
+    if compile: generate(model, ids[-c.seq_len:], n, sampling, seed=seed, compile=True)   # compiles: the timing below decodes only
     t1 = time.time()
-    out = generate(model, ids[-c.seq_len:], n, sampling, seed=seed)
+    out = generate(model, ids[-c.seq_len:], n, sampling, seed=seed, compile=compile)
     t2 = time.time()
     print(tok.decode(out.tolist()))
-    return run.report({'model': str(source), 'prompt_tokens': len(ids), 'new_tokens': n, 'tokens_per_s': round(n / max(t2 - t1, 1e-9), 1)})
+    res = {'model': str(source), 'prompt_tokens': len(ids), 'new_tokens': n, 'tokens_per_s': round(n / max(t2 - t1, 1e-9), 1)}
+    return run.report({**res, 'compile_s': round(t1 - t0, 1)} if compile else res)
 
-def run_gpt2_generate(source, prompt=None, n=None, sampling=None, seed=0):
+def run_gpt2_generate(source, prompt=None, n=None, sampling=None, seed=0, compile=False):
     "Load GPT-2 from `source`, print a continuation of `prompt`, return what was measured (`generate_pretrained` with `gpt2_pair`)"
-    return generate_pretrained(gpt2_pair, source, prompt, n, sampling, seed)
+    return generate_pretrained(gpt2_pair, source, prompt, n, sampling, seed, compile)

@@ -143,9 +143,9 @@ def pretrained_pair(source,        # a hub name or a folder: GPT-2 or a Llama-fa
     model = load_pretrained(source, device, seq_len=max(seq_len, 1))
     return model, validate_tokenizer(tok, model.config.n_tokens, source)
 
-def run_pretrained_generate(source, prompt=None, n=None, sampling=None, seed=0):
+def run_pretrained_generate(source, prompt=None, n=None, sampling=None, seed=0, compile=False):
     "Load GPT-2 or a Llama-family model from `source`, print a continuation of `prompt`, return what was measured (`tfs generate --pretrained`)"
-    return generate_pretrained(pretrained_pair, source, prompt, n, sampling, seed)
+    return generate_pretrained(pretrained_pair, source, prompt, n, sampling, seed, compile)
 
 # %% ../nbs/28_llama.ipynb #7de19bc9
 def _kv_bytes(kv):

@@ -139,6 +139,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
                  model=None,        # a checkpoint from an earlier `out`, instead of training (its own sizes)
                  out=None,          # where to save the trained model
                  seed=0,
+                 compile=False,     # decode with the compiled step (lesson 20's `compiled_step`; the first call compiles)
                 ):
     "Train (or load) a language model, generate from `prompt`, and return its measured results (None in other ranks than 0)"
     sampling = sampling_of(sampling)                              # a `Sampling`, already checked when it was made
@@ -176,7 +177,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
     uni = unigram_loss(*lm_ids(dls), len(dls.vocab))
     learn.model.float()
     text = generate_text(learn.model, codec, prompt, n, sampling=sampling, seed=seed,
-                         exclude=getattr(codec, 'exclude', None))
+                         exclude=getattr(codec, 'exclude', None), compile=compile)
     print(text)
     saved = save_lm(learn, run.out, data, level, codec) if run.out else None
     res = {'dataset': data, 'level': level, 'valid_loss': round(valid_loss, 4)}
