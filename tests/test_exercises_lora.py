@@ -24,7 +24,7 @@ class LFLinear(nn.Module):     # F.linear twice, kaiming A
         base.weight.requires_grad_(False)
         if base.bias is not None: base.bias.requires_grad_(False)
         self.base, self.r, self.alpha = base, r, alpha
-        self.A = nn.Parameter(torch.empty(r, base.in_features, dtype=base.weight.dtype))
+        self.A = nn.Parameter(torch.empty(r, base.in_features, dtype=base.weight.dtype, device=base.weight.device))
         nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))
         self.B = nn.Parameter(base.weight.new_zeros(base.out_features, r))
         self.drop = nn.Dropout(dropout)
@@ -35,7 +35,7 @@ class LPeft(nn.Module):        # peft's layout: A and B as bias-free Linears
     def __init__(self, base, r=8, alpha=16, dropout=0.):
         super().__init__()
         self.base = base.requires_grad_(False)
-        kw = dict(bias=False, dtype=base.weight.dtype)
+        kw = dict(bias=False, dtype=base.weight.dtype, device=base.weight.device)
         self.A, self.B = nn.Linear(base.in_features, r, **kw), nn.Linear(r, base.out_features, **kw)
         nn.init.zeros_(self.B.weight)
         self.dropout, self.scaling = nn.Dropout(dropout), alpha / r
@@ -46,8 +46,8 @@ class LMergedWeight(nn.Module):   # one F.linear with W + s·B A (no dropout pat
         super().__init__()
         self.base = base
         base.requires_grad_(False)
-        self.A = nn.Parameter(torch.randn(r, base.in_features, dtype=base.weight.dtype) / base.in_features)
-        self.B = nn.Parameter(torch.zeros(base.out_features, r, dtype=base.weight.dtype))
+        self.A = nn.Parameter(base.weight.new_empty(r, base.in_features).normal_() / base.in_features)
+        self.B = nn.Parameter(torch.zeros_like(base.weight[:, :r]) if base.in_features >= r else base.weight.new_zeros(base.out_features, r))
         self.scale, self.do = alpha / r, nn.Dropout(dropout)
     def forward(self, x):
         delta = (self.B @ self.A) * self.scale
@@ -116,20 +116,23 @@ def test_lora_linear():
         (LCopiesBase, "weight is not the base's")])
 
 # --- add_lora ---------------------------------------------------------------------------------------------------------
-def al_loop(model, targets, r=8, alpha=16, dropout=0.):          # walks the children recursively
+def al_loop(model, targets, r=8, alpha=16, dropout=0.):          # walks the children recursively; counts what it wrapped
     for p in model.parameters(): p.requires_grad = False
+    done = set()
     def walk(mod, prefix):
         for name, child in list(mod.named_children()):
             full = f"{prefix}{name}"
-            if isinstance(child, nn.Linear) and any(full == t or full.endswith('.' + t) for t in targets):
-                setattr(mod, name, LoRALinear(child, r, alpha, dropout))
+            hit = [t for t in targets if isinstance(child, nn.Linear) and (full == t or full.endswith('.' + t))]
+            if hit: setattr(mod, name, LoRALinear(child, r, alpha, dropout)); done.update(hit)
             else: walk(child, full + '.')
     walk(model, '')
+    if set(targets) - done: raise KeyError(f"no Linear matches {sorted(set(targets) - done)}")
     return model
 
 def al_split(model, targets, r=8, alpha=16, dropout=0.):         # name.split and a dict of modules
     model.requires_grad_(False)
     mods = dict(model.named_modules())
+    for t in targets: assert any(n.split('.')[-len(t.split('.')):] == t.split('.') for n in mods), f"target {t} matches nothing"
     for n, m in list(mods.items()):
         if isinstance(m, nn.Linear) and any(n.split('.')[-len(t.split('.')):] == t.split('.') for t in targets):
             *path, leaf = n.split('.')
@@ -138,8 +141,9 @@ def al_split(model, targets, r=8, alpha=16, dropout=0.):         # name.split an
 
 def al_peft(model, targets, r=8, alpha=16, dropout=0.):          # the peft-style wrapper, set_submodule
     model.requires_grad_(False)
-    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]:
-        model.set_submodule(n, LPeft(model.get_submodule(n), r, alpha, dropout))
+    names = [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]
+    if not names: raise ValueError(f"Target modules {targets} not found in the base model")   # peft's words
+    for n in names: model.set_submodule(n, LPeft(model.get_submodule(n), r, alpha, dropout))
     return model
 
 def al_no_return(model, targets, r=8, alpha=16, dropout=0.): add_lora(model, targets, r, alpha, dropout)
@@ -194,7 +198,7 @@ def _put(model, n, new):
 def mg_einsum(model):            # a new nn.Linear, einsum for B A
     for n, m in _lora_mods(model):
         W = m.base.weight + m.scale * torch.einsum('or,ri->oi', m.B, m.A)
-        lin = nn.Linear(W.shape[1], W.shape[0], bias=m.base.bias is not None)
+        lin = nn.Linear(W.shape[1], W.shape[0], bias=m.base.bias is not None, device=W.device)
         with torch.no_grad():
             lin.weight.copy_(W)
             if m.base.bias is not None: lin.bias.copy_(m.base.bias)
@@ -351,8 +355,10 @@ LEARNER_ADD = '''
 def my_add_lora(model, targets, r=8, alpha=16, dropout=0.):
     CALLS['my_add_lora'] = CALLS.get('my_add_lora', 0) + 1
     model.requires_grad_(False)
-    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]:
-        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    names = [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]
+    for t in targets:
+        if not any(n == t or n.endswith('.' + t) for n in names): raise ValueError(f"targets: nothing is named {t}")
+    for n in names: model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
     return model
 '''
 
@@ -362,3 +368,95 @@ def test_the_lesson_goes_on_with_the_learners_layer_and_add_lora(tmp_path):
     seen = run_answered(tmp_path, '50_lora.ipynb', {'my_LoRALinear': LEARNER_LORA, 'my_add_lora': LEARNER_ADD})
     assert seen['end']['my_add_lora'] > seen['after check']['my_add_lora']          # the measurements adapt with it
     assert seen['end']['my_LoRALinear'] > seen['after check']['my_LoRALinear']
+
+# --- an independent audit: wrong answers the checks were not first written against -----------------------------------
+class LBAlmostZero(LoRALinear):       # B "zero" but drawn tiny: the model moves before training
+    def __init__(self, base, r=8, alpha=16, dropout=0.): super().__init__(base, r, alpha, dropout); nn.init.normal_(self.B, std=1e-9)
+class LDropBetween(LoRALinear):
+    def forward(self, x): return self.base(x) + self.dropout(x @ self.A.T) @ self.B.T * self.scale
+class LTrainableCopy(LoRALinear):     # the base weight trains through a copy of it
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout); self.W = nn.Parameter(base.weight.detach().clone())
+    def forward(self, x): return F.linear(x, self.W, self.base.bias) + self.dropout(x) @ self.A.T @ self.B.T * self.scale
+class LSharedParam(LTrainableCopy):   # nn.Parameter(base.weight): the same storage, trainable again
+    def __init__(self, base, r=8, alpha=16, dropout=0.): LoRALinear.__init__(self, base, r, alpha, dropout); self.W = nn.Parameter(base.weight)
+class LUnfreezesInForward(LoRALinear):
+    def forward(self, x): self.base.weight.requires_grad_(True); return super().forward(x)
+class LBiasTwice(LoRALinear):
+    def forward(self, x): return self.base(x) + (0 if self.base.bias is None else self.base.bias) + self.dropout(x) @ self.A.T @ self.B.T * self.scale
+class LBiasScaled(LoRALinear):
+    def forward(self, x):
+        b = 0 if self.base.bias is None else self.base.bias
+        return F.linear(x, self.base.weight) + (b + self.dropout(x) @ self.A.T @ self.B.T) * self.scale
+class LHalfOut(LoRALinear):
+    def forward(self, x): return super().forward(x).half()
+class LHalfAB(LoRALinear):            # A and B in fp16 whatever the base's dtype
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout); self.A = nn.Parameter(self.A.detach().half()); self.B = nn.Parameter(self.B.detach().half())
+    def forward(self, x): return self.base(x) + (self.dropout(x).half() @ self.A.T @ self.B.T * self.scale).to(x.dtype)
+class LOnCPU(LoRALinear):             # A and B made without device=: on the CPU whatever the base's device
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout)
+        A = torch.empty(r, base.in_features, dtype=base.weight.dtype); nn.init.kaiming_uniform_(A, a=math.sqrt(5))
+        self.A, self.B = nn.Parameter(A), nn.Parameter(torch.zeros(base.out_features, r, dtype=base.weight.dtype))
+class LCPUInForward(LoRALinear):      # a CPU tensor made in forward
+    def forward(self, x): return self.base(x) + self.dropout(x) @ self.A.T @ self.B.T * torch.tensor([self.scale], dtype=x.dtype)
+class LInplace(LoRALinear):           # valid: += on the base's output
+    def forward(self, x): y = self.base(x); y += self.dropout(x) @ self.A.T @ self.B.T * self.scale; return y
+def l_factory(base, r=8, alpha=16, dropout=0.): return LEinsum(base, r, alpha, dropout)   # valid: a function that builds the layer
+
+def al_b_almost_zero(model, targets, r=8, alpha=16, dropout=0.):
+    add_lora(model, targets, r, alpha, dropout)
+    for m in model.modules():
+        if isinstance(m, LoRALinear): nn.init.normal_(m.B, std=1e-9)
+    return model
+def al_silent(model, targets, r=8, alpha=16, dropout=0.):      # a misspelt target adapts nothing, says nothing
+    model.requires_grad_(False)
+    for n in [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets)]:
+        model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model
+def al_assert_unnamed(model, targets, r=8, alpha=16, dropout=0.):
+    assert any(isinstance(m, nn.Linear) and any(n == t or n.endswith('.' + t) for t in targets) for n, m in model.named_modules())
+    return al_silent(model, targets, r, alpha, dropout)
+def al_returns_a_layer(model, targets, r=8, alpha=16, dropout=0.):
+    add_lora(model, targets, r, alpha, dropout)
+    return next(m for m in model.modules() if isinstance(m, LoRALinear))
+def al_half(model, targets, r=8, alpha=16, dropout=0.): return add_lora(model.half(), targets, r, alpha, dropout)
+def al_extra_param(model, targets, r=8, alpha=16, dropout=0.):
+    add_lora(model, targets, r, alpha, dropout); model.scale = nn.Parameter(torch.ones(1)); return model
+
+def _mg_new(delta, bias=lambda m: m.base.bias, device=True):
+    def f(model):
+        for n, m in _lora_mods(model):
+            lin = nn.Linear(m.base.in_features, m.base.out_features, bias=m.base.bias is not None, device=m.base.weight.device if device else None)
+            with torch.no_grad():
+                lin.weight.copy_(m.base.weight + delta(m))
+                if lin.bias is not None: lin.bias.copy_(bias(m))
+            _put(model, n, lin)
+        return model
+    return f
+mg_bias_scaled = _mg_new(lambda m: m.B @ m.A * m.scale, bias=lambda m: m.base.bias * m.scale)
+mg_on_cpu = _mg_new(lambda m: m.B @ m.A * m.scale, device=False)
+def mg_half(model): return merge_lora(model).half()
+def mg_returns_identity(model): merge_lora(model); return nn.Identity()
+def mg_unfrozen(model): return merge_lora(model).requires_grad_(True)    # valid: what trains after merging is not the merge's business
+
+def test_audit_lora_linear():
+    for ok in (LInplace, l_factory): assert_check(check_lora_linear, ok)
+    assert_check(check_lora_linear, LoRALinear, [
+        (LBAlmostZero, 'B should start at zero'), (LDropBetween, 'between A and B'), (LTrainableCopy, 'only A and B should train, but W'),
+        (LSharedParam, 'only A and B should train, but W'), (LUnfreezesInForward, 'gradient reached the base weight'),
+        (LBiasTwice, 'bias is added twice'), (LBiasScaled, 'bias is scaled by alpha / r'), (LHalfOut, 'dtype'), (LHalfAB, "base weight's dtype"),
+        (LOnCPU, "made on the cpu|another device"), (LCPUInForward, "device"),
+        (LoRALinear(nn.Linear(3, 3)), 'not a layer made with it')])
+
+def test_audit_add_lora():
+    assert_check(check_add_lora, add_lora, [
+        (al_b_almost_zero, "B is not zero"), (al_silent, 'adapted nothing and said nothing'), (al_assert_unnamed, 'without naming the target'),
+        (al_returns_a_layer, 'return the model you were given'), (al_half, 'changed dtype'), (al_extra_param, 'scale still trains'),
+        (LoRALinear, 'not a class'), (nn.Identity(), 'not a module')])
+
+def test_audit_merge_lora():
+    assert_check(check_merge_lora, mg_unfrozen, [
+        (mg_bias_scaled, 'bias is scaled'), (mg_on_cpu, 'on the cpu after merging|another device'), (mg_half, 'changed dtype'),
+        (mg_returns_identity, 'return the model you were given'), (LoRALinear, 'not a class'), (nn.Identity(), 'not a module')])

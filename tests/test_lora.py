@@ -5,7 +5,9 @@ from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.checkpoints import CheckpointError
 from transformers_scratch.lora import (LoRALinear, add_lora, merge_lora, lora_counts, save_adapter, load_adapter,
-                                       base_fingerprint, lm_loss, lm_steps, reviews_as)
+                                       base_fingerprint, lm_loss, lm_steps, reviews_as, adapt_compare, linear_names,
+                                       gpt2_lora_compare, GPT2_LORA_QUICK)
+from transformers_scratch.checks.toolkit import _DeviceMix
 
 C = ModelConfig(emb=32, heads=4, depth=2, seq_len=16, n_tokens=40)
 def _model(seed=0, c=C): torch.manual_seed(seed); return GenerationTransformer(c).eval()
@@ -68,7 +70,20 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match='alpha:'): LoRALinear(nn.Linear(3, 3), r=2, alpha=-1)
     with pytest.raises(ValueError, match='dropout:'): LoRALinear(nn.Linear(3, 3), r=2, dropout=1.5)
     with pytest.raises(TypeError, match='base:'): LoRALinear(nn.Conv1d(3, 3, 1))
-    with pytest.raises(ValueError, match="targets: no nn.Linear is named 'toquery'"): add_lora(_model(), ['toquery'])
+
+def test_a_target_that_matches_nothing_is_named_with_the_linears_there_are():
+    "A typo in targets would adapt nothing and train nothing: one line naming it and the model's Linears, the model left as it was"
+    m = _model()
+    with pytest.raises(ValueError) as e: add_lora(m, ['toqueries', 'toquery'])
+    msg = str(e.value)
+    assert msg.startswith("targets: no nn.Linear is named 'toquery'") and '\n' not in msg
+    assert 'trunk.blocks.*.attention.toqueries' in msg and 'trunk.blocks.*.ff.0' in msg and 'toprobs' in msg
+    assert all(p.requires_grad for p in m.parameters()) and not any(isinstance(x, LoRALinear) for x in m.modules())   # refused before any change
+    with pytest.raises(ValueError, match="'trunk.blocks.0.attention' is a SelfAttention"): add_lora(_model(), 'attention')
+    for bad in ([], '', [None]):
+        with pytest.raises(ValueError, match='targets: expected one or more names'): add_lora(_model(), bad)
+    with pytest.raises(TypeError, match='model:'): add_lora(lambda x: x, ['toqueries'])
+    assert linear_names(_model(), most=2) == ['toprobs', 'trunk.blocks.*.attention.tokeys', '… (5 more)']
 
 def test_adapter_round_trip(tmp_path):
     m = _trained(add_lora(_model(), ['toqueries', 'tovalues'], r=4, alpha=8, dropout=0.1)).eval()
@@ -119,3 +134,51 @@ def test_counts_for_the_course_pretrained_models_from_their_config_mappings():
         qv = lora_counts(lambda: GenerationTransformer(c), ('toqueries', 'tovalues'), r=8)
         every = lora_counts(lambda: GenerationTransformer(c), ('toqueries', 'tokeys', 'tovalues', 'unifyheads') + targets, r=8)
         assert qv['total'] == total and qv['fraction'] < every['fraction'] <= 0.02
+
+class _OnMeta(_DeviceMix):
+    "Stands for a GPU: any op that mixes a `meta` tensor with a CPU one raises, as CUDA does; a value read off `meta` is 0 (it holds none)"
+    def __init__(self): super().__init__('meta')
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.item and args[0].device.type == 'meta': return 0.
+        return super().__torch_function__(func, types, args, kwargs)
+
+def test_lm_helpers_work_on_the_models_device():
+    "The text's ids come as the lesson makes them, on the CPU; the model is elsewhere (meta, standing for a GPU): windows, losses and training meet it there"
+    ids = torch.randint(0, 40, (600,), generator=torch.Generator().manual_seed(0))
+    m = _model().to('meta')
+    with _OnMeta():
+        assert lm_loss(m, ids, 16) == 0.
+        assert lm_steps(m, ids, 16, steps=2, bs=4) is m and all(p.device.type == 'meta' for p in m.parameters())
+        rows = adapt_compare(m, ids, 2, ranks=(2,), bs=4)
+    assert [r['method'] for r in rows] == ['unadapted', 'full fine-tuning', 'LoRA r=2']
+
+@pytest.mark.parametrize('precision', ['bf16', 'fp16'])
+def test_lm_steps_trains_in_the_precision_of_the_device(monkeypatch, precision):
+    "lm_steps asks `precision_for` (monkeypatched: an H100 says bf16, a T4 fp16); autocast then runs on the CPU, the weights stay float32"
+    import transformers_scratch.lora as lora
+    monkeypatch.setattr(lora, 'precision_for', lambda device=None, capability=None: precision)
+    seen = []
+    orig = torch.autocast
+    monkeypatch.setattr(torch, 'autocast', lambda *a, **kw: seen.append(kw.get('dtype')) or orig(*a, **kw))
+    ids = torch.randint(0, 40, (600,), generator=torch.Generator().manual_seed(0))
+    m = lm_steps(_model(), ids, 16, steps=3, bs=4)
+    assert seen == [{'bf16': torch.bfloat16, 'fp16': torch.float16}[precision]] * 3
+    assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in m.parameters())
+    with pytest.raises(ValueError, match='precision'): lm_steps(_model(), ids, 16, steps=1, precision='bf16')   # refused on a CPU, not faked
+
+def test_lm_helpers_name_bad_input():
+    with pytest.raises(TypeError, match='ids:'): lm_loss(_model(), [1, 2, 3], 16)
+    with pytest.raises(ValueError, match='ids: 10 tokens are too few'): lm_steps(_model(), torch.arange(10), 16, 1)
+    with pytest.raises(ValueError, match='nothing to train'): lm_steps(_model().requires_grad_(False), torch.arange(100) % 40, 16, 1)
+
+def test_lora_on_the_gpt2_classifier_quick():
+    "Lesson 25's classifier path, full vs LoRA, on a smaller tiny random GPT-2: LoRA trains the adapters and the head only"
+    res = gpt2_lora_compare(quick=True, recipe=GPT2_LORA_QUICK.replace(depth=1, epochs=1), ranks=(2, 4))
+    assert [r['method'] for r in res['rows']] == ['full fine-tuning', 'LoRA r=2', 'LoRA r=4']
+    full, r2, r4 = res['rows']
+    assert full['trainable_pct'] == 100 and 0 < r2['trainable_pct'] < r4['trainable_pct'] < 25
+    assert all(0 <= r['accuracy'] <= 1 and r['seconds'] >= 0 for r in res['rows'])
+    assert res['device'] == 'cpu' and res['precision'] == 'fp32' and res['quick'] and res['dataset'] == 'imdb_sample'
+    with pytest.raises(ValueError, match='precision'): gpt2_lora_compare(quick=True, precision='bf16')
+    with pytest.raises(ValueError, match='r:'): gpt2_lora_compare(quick=True, ranks=(0,))
+    with pytest.raises(ValueError, match='data:'): gpt2_lora_compare(data='sst2')

@@ -75,7 +75,8 @@ def _lora_init(m, W0, b0, i, o, r, bias, dt):
 @checker(solution='lora.LoRALinear')
 def check_lora_linear(cls):
     "Check `cls(base, r, alpha, dropout)`: frozen `base`, A (r, in) small, B (out, r) zero, output base(x) + (alpha/r)·dropout(x) Aᵀ Bᵀ"
-    for k, (i, o, r, alpha, bias, dt) in enumerate([(12, 10, 4, 8, True, torch.float32), (8, 8, 2, 16, False, torch.float32),
+    expect(not isinstance(cls, nn.Module), f"pass your class my_LoRALinear itself, not a layer made with it (got a {type(cls).__name__} instance)")
+    for k, (i, o, r, alpha, bias, dt) in enumerate([(12, 10, 4, 10, True, torch.float32), (8, 8, 2, 16, False, torch.float32),
                                                     (6, 9, 3, 8, True, torch.float64)]):
         m, W0, b0 = _lora_layer(cls, i, o, r, alpha, bias, dt, seed=10 * k)
         base, A, B = _lora_init(m, W0, b0, i, o, r, bias, dt)
@@ -88,6 +89,8 @@ def check_lora_linear(cls):
             expect(not same(out, torch.zeros_like(out)), "at the start your layer returns zeros: the base's output is missing, y = base(x) + update")
             expect(not same(out, _lin(x, W0, b0) * (alpha / r)), "the scale multiplies the base's output too: only the low-rank update is scaled by alpha / r")
             expect(b0 is None or not same(out, _lin(x, W0, None)), "the base's bias is missing: call base(x) (or F.linear(x, W, base.bias))")
+            expect(b0 is None or not same(out, _lin(x, W0, b0) + b0), "the base's bias is added twice: base(x) already adds it")
+            expect(b0 is None or not same(out, _lin(x, W0, b0 * (alpha / r))), "the bias is scaled by alpha / r: only the low-rank update is, base(x) stays as it was")
             expect(False, "at the start (B zero) the output should equal base(x) exactly, and it differs")
         with torch.no_grad():
             A.copy_(rand(r, i, seed=k + 1, dtype=dt) * .5); B.copy_(rand(o, r, seed=k + 2, dtype=dt) * .5)
@@ -115,6 +118,22 @@ def check_lora_linear(cls):
             expect(p.grad is not None and bool(p.grad.abs().sum() > 0), f"no gradient reached {name}: don't detach it in forward (.data, .detach(), torch.no_grad())")
         expect(base.weight.grad is None, "a gradient reached the base weight: it should be frozen")
     _check_dropout(cls)
+    _check_lora_device(cls)
+
+def _check_lora_device(cls):
+    "Around a base on another device (the GPU, else `meta`, standing for one), A and B live there and the forward makes nothing on the CPU"
+    dev = other_device()
+    base = nn.Linear(6, 5, device=dev)
+    try: m = seeded(cls, base, r=2, alpha=4, seed=0)
+    except (TODO, CheckError): raise
+    except Exception as e:
+        expect(False, f"your LoRALinear fails around a base on another device (device='{dev}', standing for a GPU): {' '.join(str(e).split())[:100]}; "
+                      "make A and B with device=base.weight.device")
+    base, A, B = _parts(m)
+    wrong = [(n, t.device.type) for n, t in (('A', A), ('B', B)) if t.device.type != torch.device(dev).type]
+    expect(not wrong, f"{wrong[0][0] if wrong else ''} is made on the {wrong[0][1] if wrong else ''} while the base is on '{dev}': make A and B with "
+                      "device=base.weight.device (on a GPU, the adapted layer would fail at its first input)")
+    on_device(m.eval(), rand(2, 3, 6))
 
 def _check_dropout(cls, p=0.5):
     "In training mode with dropout p, under one seed, the low-rank path alone reads dropout(x)"
@@ -171,6 +190,7 @@ def _ref_logits(orig, names, got, r, alpha, ids, scale=None, dropout=0.):
 @checker(solution='lora.add_lora')
 def check_add_lora(fn):
     "Check `fn(model, targets, r, alpha)`: the Linears named by `targets` wrapped, everything else frozen, the model returned"
+    expect(not isinstance(fn, (type, nn.Module)), f"pass your function my_add_lora, not a {'class' if isinstance(fn, type) else 'module'} ({getattr(fn, '__name__', type(fn).__name__)})")
     for k, (targets, r, alpha, p) in enumerate([(('toqueries', 'tovalues'), 2, 4, 0.), (('unifyheads', 'toprobs'), 3, 12, 0.),
                                                 (('tokeys', 'toqueries', 'tovalues', 'unifyheads', '0'), 4, 8, 0.25)]):
         model, ids = _tiny_lm(k), randint(0, 11, (2, 8), seed=k)
@@ -179,6 +199,8 @@ def check_add_lora(fn):
         out = seeded(fn, model, targets, r=r, alpha=alpha, seed=k, **({'dropout': p} if p else {}))
         expect(out is not None, "return the model (add_lora changes it in place and returns it)")
         expect(isinstance(out, nn.Module), f"return the model, got {type(out).__name__}")
+        expect(type(out) is type(model), f"return the model you were given (a {type(model).__name__}), got a {type(out).__name__}")
+        expect(all(p.dtype == torch.float32 for p in out.parameters()), "the model's weights changed dtype: add_lora wraps Linears, it does not convert the model")
         mods, got = dict(out.named_modules()), _wrappers(out)
         for n in names:
             expect(n in mods, f"{n} is gone from the model: put its wrapper in its place under the same name (setattr on its parent)")
@@ -197,6 +219,7 @@ def check_add_lora(fn):
         out.eval()
         with torch.no_grad(): got0 = out(ids)
         expect(same(got0, ref0, atol=1e-6), "the adapted model's output changed before training: it should start equal to the model it adapts")
+        expect(all(bool((B == 0).all()) for B in ab[1::2]), "an adapter's B is not zero after add_lora: B starts at zero, so that the model starts equal to the one it adapts")
         with torch.no_grad():
             for j, n in enumerate(names): _w(got[n].B, 'B').copy_(rand(*_w(got[n].B, 'B').shape, seed=j) * .3)
             logits = out(ids)
@@ -208,6 +231,20 @@ def check_add_lora(fn):
             with torch.no_grad(): train = seeded(out.train(), ids, seed=5)
             diagnose(train, _ref_logits(orig, names, got, r, alpha, ids, dropout=p), [(logits, f"dropout={p} was not passed on: LoRALinear(base, r, alpha, dropout)")],
                      f"in training mode with dropout={p} the logits differ from the model with LoRALinear(base, r, alpha, dropout) at each target, under the same seed")
+    _check_misspelt(fn)
+
+def _check_misspelt(fn, typo='toquery'):
+    "A target that names no Linear must raise, naming it: otherwise nothing is adapted and training changes nothing"
+    model = _tiny_lm(3)
+    try: out = fn(model, (typo,), r=2, alpha=4)
+    except (TODO, CheckError): raise
+    except Exception as e:
+        expect(typo in str(e), f"add_lora(model, ['{typo}']) raised {type(e).__name__} without naming the target: say which target matched "
+               f"nothing (ValueError(f\"targets: no nn.Linear is named {{t!r}}\"))")
+        return
+    n = len(_wrappers(out)) if isinstance(out, nn.Module) else 0
+    expect(False, f"add_lora(model, ['{typo}']) (a misspelt target: no module has that name) " + (f"wrapped {n} Linears" if n else "adapted nothing and said nothing")
+           + ": a target that names no nn.Linear should raise a ValueError naming it; silently, training would change nothing")
 
 # %% ../../nbs/50_lora.ipynb #ea93a157
 #| code-fold: true
@@ -218,17 +255,18 @@ def _merged_logits(orig, names, parts, ids, how):
     for n in names:
         W, b, A, B, s = parts[n]
         res = how(W, A, B, s)
-        w, keep_b = res if isinstance(res, tuple) else (res, True)
-        lin = nn.Linear(W.shape[1], W.shape[0], bias=b is not None and keep_b)
+        w, nb = res if isinstance(res, tuple) else (res, True)     # nb: True keeps the bias, False drops it, a tensor replaces it
+        lin = nn.Linear(W.shape[1], W.shape[0], bias=b is not None and nb is not False)
         with torch.no_grad():
             lin.weight.copy_(w)
-            if lin.bias is not None: lin.bias.copy_(b)
+            if lin.bias is not None: lin.bias.copy_(b if nb is True else nb)
         _set_child(m, n, lin)
     with torch.no_grad(): return m.eval()(ids)
 
 @checker(solution='lora.merge_lora')
 def check_merge_lora(fn, wrapper=None):
     "Check `fn(model)`: each LoRA wrapper replaced by a plain nn.Linear of weight W + (alpha/r)·B A, the logits unchanged"
+    expect(not isinstance(fn, (type, nn.Module)), f"pass your function my_merge_lora, not a {'class' if isinstance(fn, type) else 'module'} ({getattr(fn, '__name__', type(fn).__name__)})")
     cls = wrapper if isinstance(wrapper, type) else L.LoRALinear
     for k, (targets, r, alpha) in enumerate([(('toqueries', 'tovalues'), 2, 8), (('unifyheads', 'toprobs', '0'), 4, 2)]):
         model, ids = _tiny_lm(k), randint(0, 11, (2, 8), seed=k)
@@ -246,6 +284,8 @@ def check_merge_lora(fn, wrapper=None):
         out = fn(model)
         expect(out is not None, "return the model (merge_lora changes it in place and returns it)")
         expect(isinstance(out, nn.Module), f"return the model, got {type(out).__name__}")
+        expect(type(out) is type(model), f"return the model you were given (a {type(model).__name__}), got a {type(out).__name__}")
+        expect(all(p.dtype == torch.float32 for p in out.parameters()), "the merged model's weights changed dtype: merging adds B A to W in W's dtype, it does not convert the model")
         left = list(_wrappers(out))
         expect(not left, f"{left[0] if left else ''} is still a LoRA wrapper: put a plain nn.Linear with the merged weight in its place (setattr on its parent)")
         mods = dict(out.named_modules())
@@ -255,11 +295,28 @@ def check_merge_lora(fn, wrapper=None):
         with torch.no_grad(): got = out.eval()(ids)
         expect(isinstance(got, torch.Tensor), "the merged model should return logits (a tensor)")
         sq = lambda W, A, B, s: W + s * ((B @ A).T if W.shape[0] == W.shape[1] else B @ A)
+        biases = {id(v[0]): v[1] for v in parts.values()}
+        parts_b = lambda W: True if biases[id(W)] is None else biases[id(W)]   # the base's bias of the Linear whose weight is W (True: it has none)
         wrongs = [(_merged_logits(orig, names, parts, ids, lambda W, A, B, s: W), "the merged weights are the base's: add the update (alpha / r)·B A to W"),
                   (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: W + B @ A), "the merge forgot the scale: W + (alpha / r)·B A"),
                   (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: W + B @ A / s), "the merge's scale is inverted: W + (alpha / r)·B A, not (r / alpha)"),
                   (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: W + B @ A * s * r), "the merge's scale is alpha: W + (alpha / r)·B A"),
                   (_merged_logits(orig, names, parts, ids, sq), "the merged update is transposed: B A is (out, in) like W, not (B A)ᵀ = Aᵀ Bᵀ"),
                   (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: (W + s * B @ A, False)), "the merged Linear lost the base's bias: keep it"),
+                  (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: (W + s * B @ A, parts_b(W) * s)), "the merged bias is scaled by alpha / r: the bias stays as it was, only W changes"),
                   (_merged_logits(orig, names, parts, ids, lambda W, A, B, s: W + 2 * s * B @ A), "the update was added twice: once into W is enough")]
         diagnose(got, ref, wrongs, "the merged model's logits differ from the adapted model's (they should agree within 1e-5)")
+    _check_merge_device(fn, cls)
+
+def _check_merge_device(fn, cls):
+    "On a model on another device (the GPU, else `meta`, standing for one), the merged Linears stay there"
+    dev, model = other_device(), _tiny_lm(0).requires_grad_(False)
+    for j, n in enumerate(_targeted(model, ('toqueries', 'unifyheads'))): _set_child(model, n, seeded(cls, model.get_submodule(n), r=2, alpha=4, seed=j))
+    try: out = fn(model.to(dev))
+    except (TODO, CheckError): raise
+    except Exception as e:
+        expect(False, f"your merge fails on a model on another device (device='{dev}', standing for a GPU): {' '.join(str(e).split())[:100]}; "
+                      "add to the base weight in place, or make the merged Linear with device=m.base.weight.device")
+    bad = [(n, p.device.type) for n, p in out.named_parameters() if p.device.type != torch.device(dev).type] if isinstance(out, nn.Module) else []
+    expect(not bad, f"{bad[0][0] if bad else ''} is on the {bad[0][1] if bad else ''} after merging a model on '{dev}': make the merged Linear with "
+                    "device=m.base.weight.device (or add to the base weight in place); on a GPU the merged model would fail")
