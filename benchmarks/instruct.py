@@ -1,0 +1,58 @@
+"""Instruction tuning (lesson 52) measured per task on held-out examples, over seeds: the base model prompted with the
+template, the instruction-tuned model (loss on the responses only), the same with the loss on every token (the prompt
+too), and LoRA (lesson 50, every linear layer of the blocks, merged) instead of full fine-tuning. Each run pretrains its
+own base (`run_instruct`), so the seeds vary the data's draw, the weights and the batches.
+
+    python benchmarks/instruct.py                               # INSTRUCT_QUICK, 3 seeds, every variant (CPU: tens of minutes)
+    python benchmarks/instruct.py --seeds 1 --variants response # the lesson's run
+    python benchmarks/instruct.py --full                        # INSTRUCT_FULL (a GPU)
+
+Prints one table per variant (mean and range over the seeds of exact match, the share of responses that stop at the
+end token, BLEU for translation), then, as its last line, a JSON object with every number, the machine and its load
+average (timings on a shared machine are upper bounds)."""
+import argparse, json, os, platform, statistics
+import torch
+from transformers_scratch.instruct import run_instruct, INSTRUCT_QUICK, INSTRUCT_FULL
+
+VARIANTS = {'response': dict(), 'all': dict(loss_on='all'), 'lora': dict(lora=(8, 16))}
+
+def summary(runs, key):
+    "{task: {measure: (mean, min, max)}} over `runs` of their `key` ('base' or 'tuned')"
+    out = {}
+    for t in runs[0][key]:
+        out[t] = {m: (statistics.mean(v), min(v), max(v)) for m in ('exact', 'stops', 'bleu') if m in runs[0][key][t]
+                  for v in [[r[key][t][m] for r in runs]]}
+    return out
+
+def show(name, s):
+    print(f"\n{name}")
+    for t, ms in s.items():
+        print(f"  {t:10}" + ''.join(f"  {m} {a:.3f} [{lo:.3f}, {hi:.3f}]" for m, (a, lo, hi) in ms.items()))
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--seeds', type=int, default=3)
+    ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument('--full', action='store_true', help='INSTRUCT_FULL instead of INSTRUCT_QUICK')
+    a = ap.parse_args()
+    torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
+    recipe = INSTRUCT_FULL if a.full else INSTRUCT_QUICK
+    res, dev = {}, None
+    for v in a.variants:
+        runs = []
+        for s in range(a.seeds):
+            r = run_instruct(recipe, seed=s, base=(v == 'response'), verbose=False, **VARIANTS[v])
+            dev = r['device'] + (f" ({torch.cuda.get_device_name()})" if r['device'].startswith('cuda') else '')
+            runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'trainable_pct') if k in r})
+            print(f"{v} seed {s}: pretrain {r['pretrain_s']:.0f} s, tune {r['tune_s']:.0f} s", flush=True)
+        res[v] = dict(tuned=summary(runs, 'tuned'), seconds=statistics.mean(r['pretrain_s'] + r['tune_s'] for r in runs),
+                      **({'base': summary(runs, 'base')} if v == 'response' else {}),
+                      **({'trainable_pct': runs[0]['trainable_pct']} if 'trainable_pct' in runs[0] else {}))
+        if v == 'response': show(f"base model, prompted with the template ({a.seeds} seeds: mean [min, max])", res[v]['base'])
+        show(f"tuned: {v} ({a.seeds} seeds: mean [min, max]; {res[v]['seconds']:.0f} s per run)", res[v]['tuned'])
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
+               f"{dev}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
+    print(f"\nmachine: {machine}")
+    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', seeds=a.seeds, machine=machine, results=res)))
+
+if __name__ == '__main__': main()

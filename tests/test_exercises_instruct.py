@@ -1,0 +1,181 @@
+"Lesson 52's checks accept the solutions and valid answers in other styles, and reject the stub, garbage and each typical mistake with its own hint."
+import torch, torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+from transformers_scratch.checks.toolkit import assert_check
+from transformers_scratch.instruct import format_example, collate, respond, INST, INP, RESP, END, IGNORE
+from transformers_scratch.checks.instruct import check_format_example, check_collate, check_respond
+from transformers_scratch.generate import generate
+from transformers_scratch.runtime import model_device
+from conftest import stub
+
+# --- format_example ---------------------------------------------------------------------------------------------------
+def fe_fstring(ex, with_response=True):
+    inp = f"{INP}{ex['input']}" if ex['input'] else ''
+    return f"{INST}{ex['instruction']}{inp}{RESP}" + (f"{ex['response']}{END}" if with_response else '')
+
+def fe_join(ex, with_response=True):
+    parts = [INST, ex['instruction']]
+    if ex.get('input'): parts += [INP, ex['input']]
+    parts.append(RESP)
+    if with_response: parts += [ex['response'], END]
+    return ''.join(parts)
+
+def fe_no_end(ex, with_response=True): return format_example(ex, with_response).removesuffix(END)
+def fe_end_always(ex, with_response=True): return format_example(ex, False) + (ex['response'] if with_response else '') + END
+def fe_input_always(ex, with_response=True): return INST + ex['instruction'] + INP + ex['input'] + RESP + (ex['response'] + END if with_response else '')
+def fe_response_in_prompt(ex, with_response=True): return format_example(ex, True)
+def fe_no_resp_marker(ex, with_response=True): return format_example(ex, with_response).replace(RESP, '')
+def fe_newlines(ex, with_response=True): return format_example(ex, with_response).replace(RESP, '\n' + RESP + '\n')
+def fe_input_first(ex, with_response=True):
+    return (INP + ex['input'] if ex['input'] else '') + INST + ex['instruction'] + RESP + (ex['response'] + END if with_response else '')
+def fe_no_input(ex, with_response=True): return INST + ex['instruction'] + RESP + (ex['response'] + END if with_response else '')
+def fe_alpaca(ex, with_response=True):      # a plain-text template with no special tokens: not this lesson's
+    return f"### Instruction:\n{ex['instruction']}\n\n### Response:\n" + (ex['response'] if with_response else '')
+def fe_bytes(ex, with_response=True): return format_example(ex, with_response).encode()
+def fe_none(ex, with_response=True): return None
+def fe_ignores_flag(ex, with_response=True): return format_example(ex)
+
+def test_format_example():
+    for ok in (fe_fstring, fe_join): assert_check(check_format_example, ok)
+    assert_check(check_format_example, format_example, [
+        (stub, 'not solved'), (fe_none, 'as a str'), (fe_bytes, 'as a str'),
+        (fe_no_end, 'end token is missing'), (fe_end_always, 'end token follows the response only'),
+        (fe_input_always, 'no <\\|input\\|> section'), (fe_response_in_prompt, 'leaves the response out'),
+        (fe_ignores_flag, 'leaves the response out'),
+        (fe_no_resp_marker, '<\\|response\\|> is missing'), (fe_newlines, 'spaces or newlines'),
+        (fe_input_first, 'out of order'), (fe_no_input, 'input is missing'), (fe_alpaca, 'differs from the template')])
+
+# --- collate ----------------------------------------------------------------------------------------------------------
+def co_pad_sequence(pairs, pad_id):          # pad_sequence and a mask built from lengths
+    seqs = [torch.tensor(list(p) + list(r)) for p, r in pairs]
+    x = pad_sequence([s[:-1] for s in seqs], batch_first=True, padding_value=pad_id)
+    y = pad_sequence([s[1:] for s in seqs], batch_first=True, padding_value=IGNORE)
+    pos = torch.arange(y.shape[1])[None]
+    plen = torch.tensor([len(p) for p, _ in pairs])[:, None]
+    return x, y.masked_fill(pos < plen - 1, IGNORE)
+
+def co_full_width(pairs, pad_id):            # x the whole sequence, one column more; that column's labels ignored
+    T = max(len(p) + len(r) for p, r in pairs)
+    x = torch.full((len(pairs), T), pad_id)
+    y = torch.full((len(pairs), T), IGNORE)
+    for i, (p, r) in enumerate(pairs):
+        s = list(p) + list(r)
+        x[i, :len(s)] = torch.tensor(s)
+        y[i, len(p) - 1:len(s) - 1] = torch.tensor(list(r))
+    return x, y
+
+def co_where(pairs, pad_id):                 # labels from the shifted inputs and torch.where
+    T = max(len(p) + len(r) for p, r in pairs)
+    full = torch.tensor([list(p) + list(r) + [pad_id] * (T - len(p) - len(r)) for p, r in pairs])
+    pos = torch.arange(T - 1)[None]
+    lo = torch.tensor([len(p) - 1 for p, _ in pairs])[:, None]
+    hi = torch.tensor([len(p) + len(r) - 1 for p, r in pairs])[:, None]
+    return full[:, :-1], torch.where((pos >= lo) & (pos < hi), full[:, 1:], torch.full_like(full[:, 1:], IGNORE))
+
+def _lib_then(f):
+    def g(pairs, pad_id): return f(*collate(pairs, pad_id), pairs, pad_id)
+    return g
+co_float = _lib_then(lambda x, y, pairs, pad_id: (x.float(), y.float()))
+co_swapped = _lib_then(lambda x, y, pairs, pad_id: (y, x))
+co_y_only = _lib_then(lambda x, y, pairs, pad_id: y)
+co_x_pad_ignore = _lib_then(lambda x, y, pairs, pad_id: (torch.where(y == IGNORE, torch.where(x == pad_id, IGNORE, x), x), y))
+def co_prompt_plus_one(pairs, pad_id):       # the prompt's length counted once too many: the response's first two labels lost
+    x, y = collate(pairs, pad_id)
+    for i, (p, _) in enumerate(pairs): y[i, len(p) - 1:len(p) + 1] = IGNORE
+    return x, y
+def co_all(pairs, pad_id):                   # the loss on every token, padding included
+    x, _ = collate(pairs, pad_id)
+    T = x.shape[1] + 1
+    full = torch.tensor([list(p) + list(r) + [pad_id] * (T - len(p) - len(r)) for p, r in pairs])
+    return full[:, :-1], full[:, 1:]
+def co_response_only_tokens(pairs, pad_id):  # x holds the response alone: the prompt never reaches the model
+    return collate([(list(p[-1:]), list(r)) for p, r in pairs], pad_id)
+def co_empty(pairs, pad_id): return torch.zeros(len(pairs), 0, dtype=torch.long), torch.zeros(len(pairs), 0, dtype=torch.long)
+
+def test_collate():
+    for ok in (co_pad_sequence, co_full_width, co_where): assert_check(check_collate, ok)
+    assert_check(check_collate, collate, [
+        (stub, 'not solved'), (co_float, 'integer ids'), (co_swapped, 'negative ids|-100'), (co_y_only, r'return \(x, y\)'),
+        (co_x_pad_ignore, 'negative ids'), (co_prompt_plus_one, "first token is not learned|differ"),
+        (co_all, 'prompt too|padding'), (co_response_only_tokens, 'differ|prompt'), (co_empty, 'x should be'),
+        (lambda pairs, pad_id: None, r'return \(x, y\)'), (lambda pairs, pad_id: (torch.zeros(3), torch.zeros(3)), 'integer ids|x should be')])
+
+def test_collate_names_each_mistake():
+    from transformers_scratch.checks.instruct import _seq_labels
+    for how, hint in (('prompt', 'prompt too'), ('noshift', 'not shifted'), ('noshift_full', 'not shifted'), ('double', 'shifted twice'),
+                      ('pad', 'padding is not ignored'), ('noend', 'end token is not learned'), ('nofirst', 'first token is not learned'),
+                      ('resp', r'<\|response\|> is learned'), ('left', 'padded on the left')):
+        assert_check(check_collate, collate, [(lambda pairs, pad_id, how=how: _seq_labels(pairs, pad_id, how), hint)])
+
+# --- respond ----------------------------------------------------------------------------------------------------------
+def re_no_cache(model, prompt, end_id, max_new=64):     # the whole sequence at each step (the hint's)
+    model.eval()
+    ids, out = torch.tensor(prompt, device=model_device(model))[None], []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = model(ids)[0, -1].argmax().item()
+            if t == end_id: break
+            out.append(t); ids = torch.cat([ids, ids.new_tensor([[t]])], 1)
+    return out
+
+def re_generate(model, prompt, end_id, max_new=64):     # the library's generate, one greedy token at a time, a tensor back
+    ids = torch.tensor(prompt)
+    for _ in range(max_new):
+        nxt = generate(model, ids, 1, greedy=True)[-1:]
+        if nxt.item() == end_id: break
+        ids = torch.cat([ids, nxt])
+    return ids[len(prompt):]
+
+def re_while(model, prompt, end_id, max_new=64):        # a while loop on the last token
+    model.train(False)
+    seq = list(prompt)
+    with torch.inference_mode():
+        while len(seq) - len(prompt) < max_new:
+            seq.append(int(torch.argmax(model(torch.tensor([seq]))[0, -1])))
+            if seq[-1] == end_id: return seq[len(prompt):-1]
+    return seq[len(prompt):]
+
+def _wrap(f):
+    def g(model, prompt, end_id, max_new=64): return f(model, prompt, end_id, max_new)
+    return g
+re_with_prompt = _wrap(lambda m, p, e, n: list(p) + respond(m, p, e, n))
+def re_keeps_end(model, prompt, end_id, max_new=64):
+    out = re_no_cache(model, prompt, end_id, max_new)
+    return out + [end_id] if len(out) < max_new else out
+re_never_stops = _wrap(lambda m, p, e, n: respond(m, p, -1, n))
+re_one_more = _wrap(lambda m, p, e, n: respond(m, p, -1, n + 1)[:len(respond(m, p, e, n)) + 1] if len(respond(m, p, e, n)) == n else respond(m, p, e, n))
+def re_first_pos(model, prompt, end_id, max_new=64):
+    model.eval(); ids, out = list(prompt), []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(model(torch.tensor([ids]))[0, 0].argmax())
+            if t == end_id: break
+            out.append(t); ids.append(t)
+    return out
+def re_train_mode(model, prompt, end_id, max_new=64):
+    ids, out = list(prompt), []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(model(torch.tensor([ids]))[0, -1].argmax())
+            if t == end_id: break
+            out.append(t); ids.append(t)
+    return out
+def re_sample(model, prompt, end_id, max_new=64):
+    model.eval(); ids, out = list(prompt), []
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(torch.multinomial(F.softmax(model(torch.tensor([ids]))[0, -1] * 0.3, -1), 1, generator=g))
+            if t == end_id: break
+            out.append(t); ids.append(t)
+    return out
+re_text = _wrap(lambda m, p, e, n: ' '.join(map(str, respond(m, p, e, n))))
+re_logits = _wrap(lambda m, p, e, n: m.eval()(torch.tensor([p]))[0])
+
+def test_respond():
+    for ok in (re_no_cache, re_generate, re_while): assert_check(check_respond, ok)
+    assert_check(check_respond, respond, [
+        (stub, 'not solved'), (re_with_prompt, 'not the prompt'), (re_keeps_end, 'leave the end token out'),
+        (re_never_stops, 'ran past the end token'), (re_one_more, 'more than max_new'), (re_first_pos, "first position's logits"),
+        (re_train_mode, 'training mode'), (re_sample, 'greedy|training mode|first position'), (re_text, 'list of token ids'),
+        (re_logits, 'list of token ids'), (lambda model, prompt, end_id, max_new=64: None, 'list of token ids')])
