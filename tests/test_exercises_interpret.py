@@ -22,7 +22,7 @@ def test_attention_only_block_adds_only_the_attention(prenorm):
 import torch.nn.functional as F
 from transformers_scratch.checks.toolkit import assert_check
 from transformers_scratch.models import GenerationTransformer
-from transformers_scratch.interpret import (repeated_tokens, token_losses, half_losses, record, hooked, ablating, head_means,
+from transformers_scratch.interpret import (repeated_tokens, token_losses, half_losses, record, hooked, ablating, head_means, train_induction,
                                             induction_score, prev_token_score, ablated_loss, logit_lens, INDUCTION_QUICK)
 from transformers_scratch.checks.interpret import (check_induction_score, check_prev_token_score, check_ablated_loss,
                                                    check_logit_lens)
@@ -103,6 +103,16 @@ def ind_mask(w, t):
     m = (i[:, None] - i[None] == t - 1) & (i[:, None] >= t)
     return (w * m).sum((-2, -1)).mean(0) / m.sum()
 def ind_slice(w, t): return w[..., t:, 1:].diagonal(0, -2, -1).mean((0, -1))
+def ind_rows_then_diag(w, t): return w[..., t:, :].diagonal(1, -2, -1).mean((0, -1))
+def ind_einsum_diag(w, t):
+    n = w.size(-1)
+    return torch.einsum('bhii->h', w[:, :, t:, 1:n - t + 1]) / (w.size(0) * (n - t))
+def ind_where(w, t):
+    n = w.size(-1)
+    i = torch.arange(n, device=w.device)
+    sel = torch.where((i[:, None] - i[None] == t - 1) & (i[:, None] >= t), w, torch.zeros_like(w))
+    return sel.sum((0, -2, -1)) / (w.size(0) * (n - t))
+def ind_batch_first(w, t): return w.mean(0).diagonal(-(t - 1), -2, -1)[..., 1:].mean(-1)
 def ind_einsum(w, t):
     n = w.size(-1)
     sel = torch.zeros(n, n, dtype=w.dtype, device=w.device)
@@ -120,6 +130,13 @@ def ind_fixed_t(w, t): return w.diagonal(-7, -2, -1)[..., 1:].mean((0, -1))
 def ind_first_half(w, t): return w[..., :t, :t].diagonal(-1, -2, -1).mean((0, -1))
 def ind_list(w, t): return w.diagonal(-(t - 1), -2, -1)[..., 1:].mean((0, -1)).tolist()
 def ind_bsum(w, t): return w.diagonal(-(t - 1), -2, -1)[..., 1:].mean(-1).sum(0)
+def ind_cpu_mask(w, t):                      # a mask made on the CPU: on a GPU, w * m fails
+    n = w.size(-1)
+    i = torch.arange(n)
+    m = ((i[:, None] - i[None] == t - 1) & (i[:, None] >= t)).to(w.dtype)
+    return (w * m).sum((-2, -1)).mean(0) / m.sum()
+def ind_median(w, t): return w.diagonal(-(t - 1), -2, -1)[..., 1:].median(-1).values.mean(0)
+def ind_over_t(w, t): return w.diagonal(-(t - 1), -2, -1)[..., 1:].sum(-1).mean(0) / t
 
 def test_induction_score():
     assert_check(check_induction_score, induction_score, [
@@ -127,8 +144,10 @@ def test_induction_score():
         (ind_from_end_of_first, 'query t - 1'), (ind_upper, 'every score is 0'), (ind_heads, 'averaged over the heads'),
         (ind_sum, "don't sum"), (ind_keys_rows, 'every score is 0'), (ind_fixed_t, 'hard-coded t|wrong diagonal'),
         (ind_first_half, 'first half|wrong diagonal'), (ind_list, 'return a tensor'), (ind_bsum, "don't sum"),
-        (lambda w, t: w.diagonal(-(t + 1), -2, -1).mean((0, -1)), r'\*before\* the earlier occurrence')])
-    for ok in (ind_loop, ind_gather, ind_mask, ind_slice, ind_einsum): assert_check(check_induction_score, ok)
+        (lambda w, t: w.diagonal(-(t + 1), -2, -1).mean((0, -1)), r'\*before\* the earlier occurrence'),
+        (ind_cpu_mask, 'made on the CPU'), (ind_median, 'differ'), (ind_over_t, 'differ')])
+    for ok in (ind_loop, ind_gather, ind_mask, ind_slice, ind_einsum, ind_rows_then_diag, ind_einsum_diag, ind_where, ind_batch_first):
+        assert_check(check_induction_score, ok)
 
 def prev_loop(w): return torch.stack([w[:, :, i, i - 1] for i in range(1, w.size(-1))], -1).mean((0, -1))
 def prev_slice(w): return w[..., 1:, :-1].diagonal(0, -2, -1).mean((0, -1))
@@ -140,6 +159,17 @@ def prev_roll(w):
     m = torch.eye(n, dtype=torch.bool, device=w.device).roll(-1, -1) & ~torch.eye(n, n, dtype=torch.bool, device=w.device).roll(-1, -1).triu()
     return (w * m).sum((-2, -1)).mean(0) / (n - 1)
 
+def prev_einsum(w): return torch.einsum('bhii->h', w[..., 1:, :-1]) / (w.size(0) * (w.size(-1) - 1))
+def prev_where(w):
+    n = w.size(-1)
+    i = torch.arange(n, device=w.device)
+    return torch.where(i[:, None] - i[None] == 1, w, 0.).sum((0, -2, -1)) / (w.size(0) * (n - 1))
+
+def prev_cpu_mask(w):                        # a mask made on the CPU
+    n = w.size(-1)
+    m = torch.diag(torch.ones(n - 1, dtype=w.dtype), -1)
+    return (w * m).sum((-2, -1)).mean(0) / (n - 1)
+def prev_second_half(w): return w.diagonal(-1, -2, -1)[..., w.size(-1) // 2:].mean((0, -1))
 def prev_self(w): return w.diagonal(0, -2, -1).mean((0, -1))
 def prev_upper(w): return w.diagonal(1, -2, -1).mean((0, -1))
 def prev_two(w): return w.diagonal(-2, -2, -1).mean((0, -1))
@@ -152,8 +182,9 @@ def test_prev_token_score():
     assert_check(check_prev_token_score, prev_token_score, [
         (stub, 'not solved'), (prev_self, 'the token itself'), (prev_upper, 'every score is 0'), (prev_two, 'two tokens back'),
         (prev_with_q0, 'query 0'), (prev_heads, 'averaged over the heads'), (prev_sum, "don't sum"),
-        (prev_wrong_dims, r'\(h,\)|shape|raised'), (lambda w: w.diagonal(-1, -2, -1)[..., 1:].mean((0, -1)), 'query 1')])
-    for ok in (prev_loop, prev_slice, prev_gather, prev_roll): assert_check(check_prev_token_score, ok)
+        (prev_wrong_dims, r'\(h,\)|shape|raised'), (lambda w: w.diagonal(-1, -2, -1)[..., 1:].mean((0, -1)), 'query 1'),
+        (prev_cpu_mask, 'made on the CPU'), (prev_second_half, 'differ')])
+    for ok in (prev_loop, prev_slice, prev_gather, prev_roll, prev_einsum, prev_where): assert_check(check_prev_token_score, ok)
 
 
 def _zero_pre(model, layer, head, zero):
@@ -171,7 +202,7 @@ def abl_manual(model, x, t, layer, head):                 # a hook by hand, try/
     return F.cross_entropy(logits[:, t:].reshape(-1, logits.size(-1)), x[:, t + 1:].reshape(-1))
 def abl_mask(model, x, t, layer, head):                   # multiplies by a mask of ones with the head's columns 0
     s = model.config.head_size
-    keep = torch.ones(model.config.heads * s); keep[head * s:(head + 1) * s] = 0
+    keep = torch.ones(model.config.heads * s, device=x.device); keep[head * s:(head + 1) * s] = 0
     h = _zero_pre(model, layer, head, lambda mod, inp: (inp[0] * keep,))
     try: return half_losses(token_losses(model, x), t)[1]
     finally: h.remove()
@@ -180,6 +211,19 @@ def abl_view(model, x, t, layer, head):                   # views the heads apar
     def zero(mod, inp):
         z = inp[0].unflatten(-1, (H, -1)).clone(); z[..., head, :] = 0; return (z.flatten(-2),)
     h = _zero_pre(model, layer, head, zero)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally: h.remove()
+def abl_weights_restored(model, x, t, layer, head):       # zeroes unifyheads' columns of the head, then puts them back
+    u, s = model.blocks[layer].attention.unifyheads, model.config.head_size
+    keep = u.weight.detach().clone()
+    with torch.no_grad(): u.weight[:, head * s:(head + 1) * s] = 0
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally:
+        with torch.no_grad(): u.weight.copy_(keep)
+def abl_values(model, x, t, layer, head):                 # zeroes the head's values: what it writes is 0 as well
+    a, s = model.blocks[layer].attention, model.config.head_size
+    def zero(mod, inp, out): out = out.clone(); out[..., head * s:(head + 1) * s] = 0; return out
+    h = a.tovalues.register_forward_hook(zero)
     try: return half_losses(token_losses(model, x), t)[1].item()
     finally: h.remove()
 def abl_library(model, x, t, layer, head):
@@ -213,6 +257,46 @@ def abl_queries(model, x, t, layer, head):              # zeroes where the head 
     try: return half_losses(token_losses(model, x), t)[1].item()
     finally:
         with torch.no_grad(): a.toqueries.weight.copy_(w)
+def abl_keys(model, x, t, layer, head):                 # zeroes where the head looks (its keys): uniform attention
+    a, s = model.blocks[layer].attention, model.config.head_size
+    def zero(mod, inp, out): out = out.clone(); out[..., head * s:(head + 1) * s] = 0; return out
+    h = a.tokeys.register_forward_hook(zero)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally: h.remove()
+def _pre_all(model, f):
+    hs = [b.attention.unifyheads.register_forward_pre_hook(f) for b in model.blocks]
+    return hs
+def abl_every_block(model, x, t, layer, head):
+    s = model.config.head_size
+    def zero(mod, inp): z = inp[0].clone(); z[..., head * s:(head + 1) * s] = 0; return (z,)
+    hs = _pre_all(model, zero)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally:
+        for h in hs: h.remove()
+def abl_only_this(model, x, t, layer, head):
+    s = model.config.head_size
+    def keep(mod, inp): z = torch.zeros_like(inp[0]); z[..., head * s:(head + 1) * s] = inp[0][..., head * s:(head + 1) * s]; return (z,)
+    h = _zero_pre(model, layer, head, keep)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally: h.remove()
+def abl_cpu_mask(model, x, t, layer, head):              # a mask made on the CPU: on a GPU, inp[0] * keep fails
+    s = model.config.head_size
+    keep = torch.ones(model.config.heads * s); keep[head * s:(head + 1) * s] = 0
+    h = _zero_pre(model, layer, head, lambda mod, inp: (inp[0] * keep,))
+    try: return half_losses(token_losses(model, x), t)[1]
+    finally: h.remove()
+def abl_frozen(model, x, t, layer, head):                 # "no gradients needed": leaves the model frozen
+    model.requires_grad_(False)
+    return ablated_loss(model, x, t, layer, head)
+def abl_global_hook(model, x, t, layer, head):            # a hook on every module of every model, never removed
+    s, u = model.config.head_size, model.blocks[layer].attention.unifyheads
+    def zero(mod, inp):
+        if mod is not u: return None
+        z = inp[0].clone(); z[..., head * s:(head + 1) * s] = 0; return (z,)
+    torch.nn.modules.module.register_module_forward_pre_hook(zero)
+    return half_losses(token_losses(model, x), t)[1].item()
+def abl_sum(model, x, t, layer, head):
+    with ablating(model, [(layer, head)]): return token_losses(model, x)[:, t:].sum()
 def abl_mean_ablation(model, x, t, layer, head):
     with ablating(model, [(layer, head)], head_means(model, x[:, :-1])): return half_losses(token_losses(model, x), t)[1]
 
@@ -229,8 +313,12 @@ def test_ablated_loss():
         (lambda model, x, t, layer, head: torch.tensor([ablated_loss(model, x, t, layer, head)] * 2), 'one number'),
         (lambda model, x, t, layer, head: (model.eval(), ablated_loss(model, x, t, layer, head))[1], 'leave the model in the mode'),
         (abl_queries, "zeroed the head's queries"), (abl_mean_ablation, 'mean ablation'),
-        (lambda model, x, t, layer, head: ablated_loss(model, x, t, layer, (head + 1) % model.config.heads), r"that is head \d's loss")])
-    for ok in (abl_manual, abl_mask, abl_view, abl_library): assert_check(check_ablated_loss, ok)
+        (lambda model, x, t, layer, head: ablated_loss(model, x, t, layer, (head + 1) % model.config.heads), r"that is head \d's loss"),
+        (abl_keys, 'queries or keys'), (abl_every_block, 'in every block'), (abl_only_this, 'kept only that head'),
+        (abl_cpu_mask, 'made on the CPU'), (abl_frozen, 'requires_grad'), (abl_sum, 'sum of the token losses')])
+    try: assert_check(check_ablated_loss, ablated_loss, [(abl_global_hook, 'global hook')])
+    finally: torch.nn.modules.module._global_forward_pre_hooks.clear()
+    for ok in (abl_manual, abl_mask, abl_view, abl_library, abl_weights_restored, abl_values): assert_check(check_ablated_loss, ok)
 
 
 def lens_loop(model, resid): return torch.stack([model.toprobs(model.norm(r)) for r in resid])
@@ -241,6 +329,14 @@ def lens_flat(model, resid):
 def lens_einsum(model, resid):
     return torch.einsum('nbte,ve->nbtv', model.norm(resid), model.toprobs.weight) + model.toprobs.bias
 
+def lens_linear(model, resid): return F.linear(model.norm(resid), model.toprobs.weight, model.toprobs.bias)
+
+def lens_cpu_filled(model, resid):           # fills a tensor made on the CPU: a GPU's logits come back on the CPU
+    out = torch.zeros(*resid.shape[:-1], model.toprobs.out_features)
+    for i in range(len(resid)): out[i] = model.toprobs(model.norm(resid[i]))
+    return out
+def lens_eval(model, resid): return model.eval().toprobs(model.norm(resid))
+def lens_embedding(model, resid): return model.norm(resid) @ model.trunk.token_emb.weight.T
 def lens_no_norm(model, resid): return model.toprobs(resid)
 def lens_block_norm(model, resid): return model.toprobs(model.blocks[-1].norm1(resid))
 def lens_bare_ln(model, resid): return model.toprobs(F.layer_norm(resid, resid.shape[-1:]))
@@ -256,8 +352,9 @@ def test_logit_lens():
         (stub, 'not solved'), (lens_no_norm, 'forgot the final norm'), (lens_block_norm, "a block's norm"),
         (lens_bare_ln, 'learned weights'), (lens_no_bias, 'has a bias'), (lens_probs, 'probabilities'),
         (lens_logprobs, 'log-probabilities'), (lens_last, r'only the last'), (lens_twice, 'applied twice'),
-        (lens_ln_weights, 'RMSNorm')])
-    for ok in (lens_loop, lens_matmul, lens_flat, lens_einsum): assert_check(check_logit_lens, ok)
+        (lens_ln_weights, 'RMSNorm'), (lens_cpu_filled, 'made on the CPU'), (lens_eval, 'leave the model in the mode'),
+        (lens_embedding, 'token embedding')])
+    for ok in (lens_loop, lens_matmul, lens_flat, lens_einsum, lens_linear): assert_check(check_logit_lens, ok)
 
 def test_record_on_a_gpt2_shaped_model():
     "The lesson's GPT-2 view: `record` and the scores on a model with SDPA attention (`fast`), GELU MLPs and a tied head"
@@ -270,3 +367,36 @@ def test_record_on_a_gpt2_shaped_model():
     s = torch.stack([induction_score(w, 10) for w in rec.attn])
     assert s.shape == (2, 3) and bool(((s >= 0) & (s <= 1)).all())
     assert logit_lens(m, torch.stack(rec.resid)).shape == (3, 2, 19, 50) and _hooks(m) == 0
+
+
+# --- data, model and metrics meet on the learner's device ------------------------------------------------------------
+import transformers_scratch.interpret as interpret
+from transformers_scratch.checks.toolkit import _DeviceMix
+from transformers_scratch.runtime import model_device
+
+def test_helpers_follow_the_model_to_its_device():
+    "A model on another device (`meta` stands for the GPU) fed the lesson's CPU ids: each helper moves them to the model; "
+    "under `_DeviceMix` a CPU tensor meeting the model's raises, as it does on CUDA"
+    m = GenerationTransformer(ModelConfig(emb=16, heads=2, depth=2, seq_len=20, n_tokens=11, pos='rope', mlp='none')).to('meta').eval()
+    x = repeated_tokens(3, 8, 11, torch.Generator().manual_seed(1), device='cpu')
+    with _DeviceMix('meta'):
+        with pytest.raises(RuntimeError, match='cpu and meta'): m(x[:, :-1])      # what a GPU does with CPU ids
+        assert token_losses(m, x).device.type == 'meta'
+        rec = record(m, x[:, :-1])
+        assert {v.device.type for v in [*rec.attn, *rec.resid, rec.logits]} == {'meta'}
+        assert [mu.device.type for mu in head_means(m, x[:, :-1])] == ['meta'] * 2
+        with ablating(m, [(0, 1)], [torch.zeros(16)] * 2): assert token_losses(m, x).device.type == 'meta'   # CPU means follow
+        assert logit_lens(m, torch.stack(rec.resid)).device.type == 'meta'
+    assert _hooks(m) == 0
+
+def test_training_and_data_go_to_the_default_device(monkeypatch):
+    "Where `default_device()` is a GPU (`meta` here), the ids and the trained model are there, nothing of the loop stays on the CPU"
+    monkeypatch.setattr(interpret, 'default_device', lambda: torch.device('meta'))
+    with _DeviceMix('meta'):
+        assert repeated_tokens(2, 3, 5).device.type == 'meta'
+        assert repeated_tokens(2, 3, 5, torch.Generator().manual_seed(0)).device.type == 'meta'
+        m = train_induction(INDUCTION_QUICK.replace(emb=16, n_batches=3), seed=0)
+    assert model_device(m).type == 'meta' and not m.training
+    assert model_device(train_induction(INDUCTION_QUICK.replace(emb=16, n_batches=2), device='cpu')).type == 'cpu'
+    g = lambda: torch.Generator().manual_seed(3)                                   # the same ids wherever they go
+    assert torch.equal(repeated_tokens(2, 4, 9, g(), device='cpu'), repeated_tokens(2, 4, 9, g(), device=torch.device('cpu')))

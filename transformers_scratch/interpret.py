@@ -13,23 +13,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from .config import ModelConfig, TrainConfig, Recipe
 from .models import GenerationTransformer, attention_maps
-from .runtime import evaluating
+from .runtime import evaluating, default_device, model_device
 
 # %% ../nbs/29_inside.ipynb #837befec
 def repeated_tokens(b,               # rows
                     t,               # the length of each half
                     n_tokens,        # the vocabulary: ids in [0, n_tokens)
                     generator=None,  # a `torch.Generator`, for the same rows again
+                    device=None,     # where the ids go: the model's device (default: `default_device()`, the GPU if there is one)
                    ):
-    "(b, 2t) token ids: `t` random tokens, then the same `t` tokens again"
-    x = torch.randint(0, n_tokens, (b, t), generator=generator)
-    return torch.cat([x, x], 1)
+    "(b, 2t) token ids on `device`: `t` random tokens, then the same `t` tokens again (drawn on the generator's device: the same ids on any device)"
+    x = torch.randint(0, n_tokens, (b, t), generator=generator, device=None if generator is None else generator.device)
+    return torch.cat([x, x], 1).to(default_device() if device is None else device)
 
 # %% ../nbs/29_inside.ipynb #f52dd90f
 def token_losses(model,   # a `GenerationTransformer`
                  x,       # (b, n) token ids
                 ):
-    "(b, n-1): the cross-entropy of each next token of `x` under `model`, in eval mode, without gradients"
+    "(b, n-1) on the model's device: the cross-entropy of each next token of `x` under `model`, in eval mode, without gradients"
+    x = x.to(model_device(model))                                                  # the ids go where the model is
     with torch.no_grad(), evaluating(model): z = model(x[:, :-1])                  # (b, n-1, v)
     return F.cross_entropy(z.transpose(1, 2).float(), x[:, 1:], reduction='none')
 
@@ -48,12 +50,14 @@ INDUCTION_FULL = INDUCTION_QUICK.replace(n_batches=4000)
 def train_induction(recipe=None,   # a `Recipe` (None: `INDUCTION_QUICK`)
                     seed=0,        # the model's initialisation and the data's draws
                     log=None,      # `log(step, loss)` every 250 steps, e.g. `print`
+                    device=None,   # where to train (default: `default_device()`, the GPU if there is one)
                    ):
-    "A `GenerationTransformer(recipe.model)` trained with AdamW and a one-cycle schedule on `repeated_tokens`, each batch's half length drawn in [seq_len/4, seq_len/2]; returned in eval mode"
+    "A `GenerationTransformer(recipe.model)` on `device`, trained in fp32 with AdamW and a one-cycle schedule on `repeated_tokens`, each batch's half length drawn in [seq_len/4, seq_len/2]; returned in eval mode"
     r = recipe or INDUCTION_QUICK
     c, tr = r.model, r.train
+    device = default_device() if device is None else torch.device(device)
     torch.manual_seed(seed)
-    model = GenerationTransformer(c)
+    model = GenerationTransformer(c).to(device)     # initialised on the CPU: the same weights on any device
     g = torch.Generator().manual_seed(seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.wd)
     steps = (tr.n_batches or 1000) * tr.epochs
@@ -62,7 +66,7 @@ def train_induction(recipe=None,   # a `Recipe` (None: `INDUCTION_QUICK`)
     model.train()
     for i in range(steps):
         t = int(torch.randint(lo, hi + 1, (), generator=g))
-        x = repeated_tokens(tr.bs, t, c.n_tokens, g)
+        x = repeated_tokens(tr.bs, t, c.n_tokens, g, device)                        # drawn on the CPU, moved to the model
         z = model(x[:, :-1])                                                         # (b, 2t-1, v)
         loss = F.cross_entropy(z.reshape(-1, z.size(-1)), x[:, 1:].reshape(-1))
         opt.zero_grad(); loss.backward(); opt.step(); sched.step()
@@ -95,6 +99,7 @@ def record(model,   # a model with `blocks` (`GenerationTransformer`, `Classific
     "Run `model` on `x` once, in eval mode, and return a `Recording` of its attention weights, residual streams and output"
     resid, out = [], []
     first = lambda mod, inp: resid.append(inp[0]) if not resid else None       # the first block's input, once
+    x = x.to(model_device(model))
     with hooked(forward=[(b, lambda mod, inp, o: resid.append(o)) for b in model.blocks] + [(model, lambda mod, inp, o: out.append(o))],
                 pre=[(model.blocks[0], first)]):
         maps = attention_maps(model, x)                                          # runs the model once, in eval mode
@@ -140,7 +145,7 @@ def head_means(model,   # a model with `blocks` of `TransformerBlock`s
     seen = []
     with torch.no_grad(), evaluating(model), hooked(pre=[(b.attention.unifyheads, lambda mod, inp: seen.append(inp[0].mean((0, 1))))
                                                           for b in model.blocks]):
-        model(x)
+        model(x.to(model_device(model)))
     return seen
 
 @contextmanager
@@ -156,7 +161,7 @@ def ablating(model,        # a model with `blocks` of `TransformerBlock`s
     def hook(layer, hs):
         def pre(mod, inp):
             z = inp[0].clone()                                                  # (b, t, h·s)
-            for h in hs: z[..., h * s:(h + 1) * s] = 0 if means is None else means[layer][h * s:(h + 1) * s]
+            for h in hs: z[..., h * s:(h + 1) * s] = 0 if means is None else means[layer][h * s:(h + 1) * s].to(z)
             return (z,)
         return pre
     by_layer = {l: [h for ll, h in heads if ll == l] for l in {l for l, _ in heads}}

@@ -121,6 +121,11 @@ def _random_model(seed, **kw):
 
 def _hooks(m): return sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in m.modules())
 
+def _global_hooks():
+    "Forward hooks registered for every module of every model (`torch.nn.modules.module.register_module_forward_pre_hook`...)"
+    g = torch.nn.modules.module
+    return len(g._global_forward_hooks) + len(g._global_forward_pre_hooks)
+
 def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None)):
     "The repeated-half loss with one head zeroed, and its usual wrong versions (for the hints)"
     a, s = m.blocks[layer].attention, m.config.head_size
@@ -133,10 +138,14 @@ def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None))
     elif where == 'mean':                                              # the head's mean over this batch and its positions
         hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (_meaned(inp[0], head * s, (head + 1) * s),))
     elif where == 'q': hk = a.toqueries.register_forward_hook(lambda mod, inp, out: zero(out))
+    elif where == 'every': hk = [b.attention.unifyheads.register_forward_pre_hook(lambda mod, inp: (zero(inp[0]),)) for b in m.blocks]
+    elif where == 'only':                                              # every head of the block zeroed but this one
+        hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (inp[0] - zero(inp[0]),))
     else: hk = a.register_forward_hook(lambda mod, inp, out: zero(out))
     try:
         with torch.no_grad(), evaluating(m): z = m(x[:, :-1])
-    finally: hk.remove()
+    finally:
+        for h in (hk if isinstance(hk, list) else [hk]): h.remove()
     ls = F.cross_entropy(z.transpose(1, 2), x[:, 1:], reduction='none')
     lo, hi = half
     return ls[:, t if lo is None else lo:hi].mean().item()
@@ -158,12 +167,17 @@ def check_ablated_loss(fn):
     for t, layer, head in ((6, 1, 2), (7, 0, 1), (5, 1, 0), (8, 0, 3)):
         x = torch.randint(0, 12, (4, t), generator=g); x = torch.cat([x, x], 1)
         before = {k: v.clone() for k, v in m.state_dict().items()}
+        grads, glob = [p.requires_grad for p in m.parameters()], _global_hooks()
         try: out = Runs(fn)(m, x, t, layer, head)
-        finally: left = _hooks(m)
+        finally: left, gleft = _hooks(m), _global_hooks() - glob
         expect(left == 0, f"a hook is still on the model after your function returned ({left} left): keep the handle that "
                "register_forward_pre_hook returns and call .remove() on it, in a finally: block")
+        expect(gleft <= 0, f"a global hook (register_module_forward_pre_hook or _hook) is still registered after your function "
+               f"returned ({gleft} left): it runs on every module of every model; hook the one module, and remove the handle")
         expect(all(torch.equal(v, m.state_dict()[k]) for k, v in before.items()),
                "your function changed the model's weights: ablate with a hook on unifyheads' input, the weights stay as they are")
+        expect(grads == [p.requires_grad for p in m.parameters()], "your function changed which parameters train (requires_grad): "
+               "leave the model as you found it; torch.no_grad() (token_losses uses it) turns gradients off without touching it")
         v, ref = _loss_value(out), _ablated(m, x, t, layer, head)
         if abs(v - ref) <= 1e-4 * max(1., abs(ref)): continue
         wr = [(_ablated(m, x, t, layer, head, layout='interleaved'), "heads sit side by side in unifyheads' input: head j is "
@@ -173,8 +187,12 @@ def check_ablated_loss(fn):
               (_ablated(m, x, t, 1 - layer, head), "the wrong block: `layer` counts from 0, model.blocks[layer]"),
               *[(_ablated(m, x, t, layer, h), f"that is head {h}'s loss: `head` counts from 0, columns head·s … (head+1)·s - 1")
                 for h in range(m.config.heads) if h != head],
-              (_ablated(m, x, t, layer, head, where='q'), "you zeroed the head's queries (where it looks), not what it writes: zero "
-               "its slice of unifyheads' input"),
+              (_ablated(m, x, t, layer, head, where='q'), "you zeroed the head's queries or keys (where it looks: its attention "
+               "becomes uniform), not what it writes: zero its slice of unifyheads' input"),
+              (_ablated(m, x, t, layer, head, where='every'), f"you zeroed head {head} in every block: only in block `layer`, "
+               "model.blocks[layer]"),
+              (_ablated(m, x, t, layer, head, where='only'), "you kept only that head and zeroed all the others: zero the head's own "
+               "slice, columns head·s … (head+1)·s - 1, and keep the rest"),
               (_ablated(m, x, t, layer, head, where='mean'), "that is mean ablation (the head set to its average): the exercise asks "
                "for zero ablation, the head's slice set to 0"),
               (_ablated(m, x, t, layer, head, half=(0, t - 1)), "that is the loss on the first half: take the repeated half's, "
@@ -186,6 +204,7 @@ def check_ablated_loss(fn):
               (_ablated(m, x, t, layer, head, half=(t + 1, None)), "off by one: the loss covers tokens t+1 … 2t-1, read at logits "
                "t … 2t-2 (half_losses(...)[1])")]
         for w, hint in wr: expect(abs(v - w) > 1e-4 * max(1., abs(w)), hint)
+        expect(abs(v - ref * (x.size(0) * (t - 1))) > 1e-3 * abs(v), "that is the sum of the token losses: take their mean")
         expect(False, f"the loss {v:.4f} differs from the repeated half's loss with head {head} of block {layer} zeroed ({ref:.4f}): "
                "is it the mean cross-entropy of tokens t+1 … 2t-1 with only that head's slice set to 0?")
     md = _random_model(1, dropout=0.3)
@@ -197,6 +216,7 @@ def check_ablated_loss(fn):
            "(token_losses does, or with evaluating(model)) and put the mode back")
     expect_mode_kept(fn, md, x, 6, 1, 1)
     expect(_hooks(md) == 0, "a hook is still on the model after your function returned: remove it")
+    on_device(fn, m, x, 6, 1, 1)                                       # on a GPU, a mask made on the CPU meets the head's output
 
 # %% ../../nbs/29_inside.ipynb #85bba22e
 #| code-fold: true
@@ -227,8 +247,13 @@ def check_logit_lens(fn):
                   (m.norm(r) @ m.toprobs.weight.T, "the output layer has a bias: model.toprobs(...), or add model.toprobs.bias"),
                   (m.toprobs(m.norm(r)).softmax(-1), "those are probabilities: return the logits (no softmax)"),
                   (m.toprobs(m.norm(r)).log_softmax(-1), "those are log-probabilities: return the logits (no log_softmax)"),
-                  (m.toprobs(m.norm(m.norm(r))), "the norm is applied twice: once, model.norm(resid)")]
+                  (m.toprobs(m.norm(m.norm(r))), "the norm is applied twice: once, model.norm(resid)"),
+                  (m.norm(r) @ m.trunk.token_emb.weight.T, "that is the token embedding: this model's output layer is its own "
+                   "(not tied to the embedding), model.toprobs")]
             if not isinstance(m.norm, torch.nn.LayerNorm):
                 wr.append((m.toprobs(F.layer_norm(r, (e,), m.norm.weight, None, m.config.eps)), "model.norm is an RMSNorm here: "
                            "use the model's own final norm, model.norm, not a LayerNorm"))
             diagnose(out, ref, wr, "the logits differ from model.toprobs(model.norm(resid))")
+    m, r = _random_model(5, dropout=0.3), rand(2, 2, 5, 16, seed=5)
+    expect_mode_kept(fn, m, r)
+    on_device(fn, m, r)
