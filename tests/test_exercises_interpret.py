@@ -400,3 +400,9 @@ def test_training_and_data_go_to_the_default_device(monkeypatch):
     assert model_device(train_induction(INDUCTION_QUICK.replace(emb=16, n_batches=2), device='cpu')).type == 'cpu'
     g = lambda: torch.Generator().manual_seed(3)                                   # the same ids wherever they go
     assert torch.equal(repeated_tokens(2, 4, 9, g(), device='cpu'), repeated_tokens(2, 4, 9, g(), device=torch.device('cpu')))
+
+def test_ablated_loss_check_on_a_gpu(monkeypatch):
+    "Where `other_device()` is a GPU, the check runs the answer on a model there and takes the float it returns (`cpu` stands in)"
+    import transformers_scratch.checks.interpret as ci
+    monkeypatch.setattr(ci, 'other_device', lambda: 'cpu')
+    for ok in (ablated_loss, abl_library, abl_manual): assert_check(check_ablated_loss, ok)

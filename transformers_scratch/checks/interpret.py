@@ -153,6 +153,16 @@ def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None))
 def _meaned(z, lo, hi):
     z = z.clone(); z[..., lo:hi] = z[..., lo:hi].mean((0, 1)); return z
 
+def _loss_elsewhere(fn, m, *args):
+    "Run `fn(model, ...)` on copies on `other_device()`: on a GPU it must run and give a loss; `meta` stands in for one (`on_device`)"
+    dev = other_device()
+    if dev == 'meta': return on_device(fn, m, *args)          # a value read (.item()) stops it there: judged on the CPU
+    import copy
+    hint = lambda e, a: (f"your code fails with the model on the {dev}: a tensor of yours is made on the CPU; create it with "
+                         "device=x.device (or torch.*_like)") if any(k in str(e) for k in ('same device', 'expected device', 'cross-device')) else None
+    out = Runs(fn, on_error=hint)(copy.deepcopy(m).to(dev), *[a.to(dev) if isinstance(a, torch.Tensor) else a for a in args])
+    return _loss_value(out)
+
 def _loss_value(out):
     ok = isinstance(out, (float, int)) and not isinstance(out, bool) or isinstance(out, torch.Tensor) and out.numel() == 1 and out.is_floating_point()
     expect(ok, f"return the loss as a float (or a 0-d tensor), got {type(out).__name__}"
@@ -216,7 +226,7 @@ def check_ablated_loss(fn):
            "(token_losses does, or with evaluating(model)) and put the mode back")
     expect_mode_kept(fn, md, x, 6, 1, 1)
     expect(_hooks(md) == 0, "a hook is still on the model after your function returned: remove it")
-    on_device(fn, m, x, 6, 1, 1)                                       # on a GPU, a mask made on the CPU meets the head's output
+    _loss_elsewhere(fn, m, x, 6, 1, 1)                                 # on a GPU, a mask made on the CPU meets the head's output
 
 # %% ../../nbs/29_inside.ipynb #85bba22e
 #| code-fold: true
