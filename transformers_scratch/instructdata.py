@@ -13,7 +13,7 @@ from collections import Counter
 from .data import shakespeare_text, imdb_sample_df, ag_news_df
 from .translate import multi30k
 
-# %% ../nbs/51_instructdata.ipynb #79924bc0
+# %% ../nbs/51_instructdata.ipynb #0cb75fd4
 GENERATED = ('spell', 'count', 'reverse', 'add')        # answers computed by a program
 FROM_DATASETS = ('sentiment', 'topic', 'translate')      # answers taken from the course's datasets
 TASKS = GENERATED + FROM_DATASETS
@@ -53,7 +53,8 @@ PHRASINGS = {   # task -> templates of its instruction
 }
 LABELS = {'sentiment': ('negative', 'positive'), 'topic': ('World', 'Sports', 'Business', 'Sci/Tech')}   # the only responses of the classification tasks
 
-# %% ../nbs/51_instructdata.ipynb #6528c42e
+# %% ../nbs/51_instructdata.ipynb #6f495a9d
+# @title Solution: held_out
 def held_out(key,        # a word, or a pair of numbers
              share=10,   # one item in `share` is held out
             ):
@@ -61,7 +62,7 @@ def held_out(key,        # a word, or a pair of numbers
     if isinstance(key, tuple): key = '+'.join(str(k) for k in sorted(key))
     return int(hashlib.md5(str(key).encode()).hexdigest(), 16) % share == 0
 
-# %% ../nbs/51_instructdata.ipynb #48263e26
+# %% ../nbs/51_instructdata.ipynb #3af9c77f
 @functools.lru_cache(maxsize=4)
 def words(split='train',   # 'train' or 'valid': the words held out (`held_out`) are the validation words
           min_len=3, max_len=10, min_count=2):
@@ -70,7 +71,7 @@ def words(split='train',   # 'train' or 'valid': the words held out (`held_out`)
     counts = Counter(re.findall(r'[a-z]+', shakespeare_text().lower()))
     return tuple(sorted(w for w, n in counts.items() if min_len <= len(w) <= max_len and n >= min_count and held_out(w) == (split == 'valid')))
 
-# %% ../nbs/51_instructdata.ipynb #94262fc7
+# %% ../nbs/51_instructdata.ipynb #b07a2c2d
 ALPHABET = 'abcdefghijklmnopqrstuvwxyz'
 
 def spell(word): return '-'.join(word)
@@ -100,7 +101,7 @@ def make_add(rng, pair):
     a, b = pair if rng.random() < 0.5 else pair[::-1]
     return _example('add', rng.choice(PHRASINGS['add']), str(a + b), a=a, b=b)
 
-# %% ../nbs/51_instructdata.ipynb #b9ec399a
+# %% ../nbs/51_instructdata.ipynb #50664155
 CHARS = ''.join(chr(i) for i in range(32, 127)) + 'ÄÖÜäöüß'   # every character of every example is one of these
 
 _TYPOGRAPHIC = str.maketrans({'\x85': '...', '\x91': "'", '\x92': "'", '\x93': '"', '\x94': '"', '\x96': '-', '\x97': '-',
@@ -135,7 +136,7 @@ def truncate(text, max_input):
     head = text[:max_input + 1]                 # a space at max_input ends the last whole word
     return head.rsplit(' ', 1)[0] if ' ' in head else text[:max_input]
 
-# %% ../nbs/51_instructdata.ipynb #ab2efecb
+# %% ../nbs/51_instructdata.ipynb #cdc372c1
 @functools.lru_cache(maxsize=8)
 def _cleaned(task, split):
     "(text, response) pairs of a dataset task's split, cleaned (`clean_text`), not cut"
@@ -162,7 +163,7 @@ def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
         pairs = [(t, r) for t, r in pairs if t not in seen]
     return tuple(pairs)
 
-# %% ../nbs/51_instructdata.ipynb #73a94d77
+# %% ../nbs/51_instructdata.ipynb #f7ccb94c
 def _generated_items(task, split):
     if task == 'add': return tuple((a, b) for a in range(10, 100) for b in range(a, 100) if held_out((a, b)) == (split == 'valid'))
     return words(split)
