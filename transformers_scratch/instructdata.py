@@ -163,7 +163,7 @@ def dataset_pairs(task,        # 'sentiment', 'topic' or 'translate'
         pairs = [(t, r) for t, r in pairs if t not in seen]
     return tuple(pairs)
 
-# %% ../nbs/51_instructdata.ipynb #f7ccb94c
+# %% ../nbs/51_instructdata.ipynb #499bad50
 def _generated_items(task, split):
     if task == 'add': return tuple((a, b) for a in range(10, 100) for b in range(a, 100) if held_out((a, b)) == (split == 'valid'))
     return words(split)
