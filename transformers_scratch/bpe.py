@@ -270,7 +270,7 @@ def load_tokenizer(path):   # a tokenizer.json, or a folder that holds one
     except UnicodeDecodeError: raise TokenizerFileError(f"{p}: not UTF-8 text") from None
     return read_tokenizer_json(text, str(p))
 
-# %% ../nbs/19_bpe.ipynb #7251037f
+# %% ../nbs/19_bpe.ipynb #f0a5dd42
 MAX_BPE_VOCAB = 1_000_000   # more ids than any released tokenizer (Gemma's 262,144): a typo, not a request
 
 def validate_vocab_size(vocab_size, special=('<|endoftext|>',)):
