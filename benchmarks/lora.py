@@ -6,16 +6,32 @@ trained on. Rows: the unadapted model, full fine-tuning, LoRA at `--ranks` on ev
 
     python benchmarks/lora.py                                 # 600 pretraining steps, 200 adapting steps, ranks 1 4 16
     python benchmarks/lora.py --pretrain 300 --steps 80       # about the lesson's quick run
+    python benchmarks/lora.py --gpt2                          # lesson 25's GPT-2 classifier, full vs LoRA: GPT-2 small on the
+                                                              # full IMDB (GPT2_LORA_FULL; meant for a GPU); --quick: the tiny path
 
 The last line is a JSON object with every number and the machine it came from (and its load average: timings on a shared
-machine are upper bounds). GPU rows (GPT-2 small on full IMDB, LoRA vs full fine-tuning): not measured yet."""
+machine are upper bounds). GPU rows (GPT-2 small on full IMDB, LoRA vs full fine-tuning, `--gpt2`): not measured yet."""
 import argparse, dataclasses, json, os, platform, statistics, time
 import torch
 from transformers_scratch.data import shakespeare_text, imdb_sample_df
 from transformers_scratch.lm import LM_QUICK
 from transformers_scratch.lmdata import CharVocab
 from transformers_scratch.models import GenerationTransformer
-from transformers_scratch.lora import lm_steps, reviews_as, adapt_compare
+from transformers_scratch.lora import lm_steps, reviews_as, adapt_compare, gpt2_lora_compare
+
+def machine():
+    if torch.cuda.is_available(): return torch.cuda.get_device_name()
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}"
+
+def gpt2(a):
+    "Lesson 25's classifier fine-tuned in full and with LoRA at --ranks, side by side: accuracy, trainable share, seconds and LoRA's time as a ratio of full fine-tuning's"
+    res = gpt2_lora_compare(a.source, 'imdb', quick=a.quick, ranks=tuple(a.ranks))
+    full = res['rows'][0]
+    for row in res['rows']:
+        row['seconds_vs_full'] = round(row['seconds'] / full['seconds'], 2) if full['seconds'] else None
+        print(f"{row['method']:>18}  {row['trainable_pct']:7.2f} % trainable  accuracy {row['accuracy']:.4f}  {row['seconds']:8.1f} s "
+              f"({row['seconds_vs_full']}× full's)")
+    print(json.dumps(dict(res, machine=machine(), load_average=[round(x, 2) for x in os.getloadavg()])))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -24,8 +40,14 @@ def main():
     ap.add_argument('--ranks', type=int, nargs='+', default=[1, 4, 16])
     ap.add_argument('--seeds', type=int, default=1)
     ap.add_argument('--bs', type=int, default=32)
+    ap.add_argument('--gpt2', action='store_true', help="lesson 25's GPT-2 classifier, full fine-tuning vs LoRA at --ranks (default 8)")
+    ap.add_argument('--quick', action='store_true', help='with --gpt2: the tiny random GPT-2 shape on IMDB_SAMPLE (GPT2_LORA_QUICK)')
+    ap.add_argument('--source', default='gpt2', help='with --gpt2: the hub name or folder of the GPT-2 to adapt')
     a = ap.parse_args()
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
+    if a.gpt2:
+        if a.ranks == [1, 4, 16]: a.ranks = [8]
+        return gpt2(a)
     text = shakespeare_text()
     vocab = CharVocab(text)
     config = dataclasses.replace(LM_QUICK['char'].model, n_tokens=len(vocab))
@@ -44,7 +66,7 @@ def main():
         print(f"{row['method']:>18}  {rows[-1]['trainable_pct']:7.2f} % trainable  valid loss {rows[-1]['valid_loss']:.4f}  {rows[-1]['seconds']:6.1f} s")
     print(json.dumps(dict(pretrain_steps=a.pretrain, pretrain_seconds=round(pre_s, 1), steps=a.steps, bs=a.bs, seeds=a.seeds,
                           model=dataclasses.asdict(config), rows=rows, gpu='not measured yet',
-                          machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}",
+                          machine=machine(),
                           load_average=[round(x, 2) for x in os.getloadavg()])))
 
 if __name__ == '__main__': main()

@@ -171,14 +171,25 @@ def test_lm_helpers_name_bad_input():
     with pytest.raises(ValueError, match='ids: 10 tokens are too few'): lm_steps(_model(), torch.arange(10), 16, 1)
     with pytest.raises(ValueError, match='nothing to train'): lm_steps(_model().requires_grad_(False), torch.arange(100) % 40, 16, 1)
 
-def test_lora_on_the_gpt2_classifier_quick():
-    "Lesson 25's classifier path, full vs LoRA, on a smaller tiny random GPT-2: LoRA trains the adapters and the head only"
-    res = gpt2_lora_compare(quick=True, recipe=GPT2_LORA_QUICK.replace(depth=1, epochs=1), ranks=(2, 4))
-    assert [r['method'] for r in res['rows']] == ['full fine-tuning', 'LoRA r=2', 'LoRA r=4']
-    full, r2, r4 = res['rows']
-    assert full['trainable_pct'] == 100 and 0 < r2['trainable_pct'] < r4['trainable_pct'] < 25
+def test_lora_on_the_gpt2_classifier_quick(monkeypatch):
+    "Lesson 25's classifier path, full vs LoRA, on a smaller tiny random GPT-2: LoRA trains the adapters and the head only; data and model meet on the run's device"
+    import transformers_scratch.runtime as runtime
+    seen, orig = [], runtime.set_precision
+    def spy(learn, precision='auto'):
+        seen.append((learn.dls.device, {p.device for p in learn.model.parameters()}, [n for n, p in learn.model.named_parameters() if p.requires_grad]))
+        return orig(learn, precision)
+    monkeypatch.setattr(runtime, 'set_precision', spy)
+    res = gpt2_lora_compare(quick=True, recipe=GPT2_LORA_QUICK.replace(depth=1, epochs=1, seq_len=32), ranks=(2,))
+    assert [r['method'] for r in res['rows']] == ['full fine-tuning', 'LoRA r=2']
+    full, r2 = res['rows']
+    assert full['trainable_pct'] == 100 and 0 < r2['trainable_pct'] < 25
+    assert all(d == torch.device(res['device']) and ps == {d} for d, ps, _ in seen)   # the batches go where the model is
+    assert all(n.endswith(('.A', '.B')) or n.startswith('head.') for n in seen[1][2]) and 'head.weight' in seen[1][2]
     assert all(0 <= r['accuracy'] <= 1 and r['seconds'] >= 0 for r in res['rows'])
     assert res['device'] == 'cpu' and res['precision'] == 'fp32' and res['quick'] and res['dataset'] == 'imdb_sample'
+    from transformers_scratch.gpt2 import gpt2_config, config_from_gpt2
+    from transformers_scratch.lora import GPT2_LORA_FULL
+    assert GPT2_LORA_FULL.model == dataclasses.replace(config_from_gpt2(gpt2_config('gpt2')), seq_len=256)   # GPT-2 small's shape
     with pytest.raises(ValueError, match='precision'): gpt2_lora_compare(quick=True, precision='bf16')
     with pytest.raises(ValueError, match='r:'): gpt2_lora_compare(quick=True, ranks=(0,))
     with pytest.raises(ValueError, match='data:'): gpt2_lora_compare(data='sst2')

@@ -8,10 +8,10 @@ __all__ = ['GPT2_LORA_TARGETS', 'GPT2_LORA_QUICK', 'GPT2_LORA_FULL', 'validate_l
            'lm_steps', 'reviews_as', 'adapt_compare', 'gpt2_lora_compare']
 
 # %% ../nbs/50_lora.ipynb #58525234
-import math, hashlib, re, contextlib, torch, torch.nn as nn
+import math, hashlib, re, contextlib, dataclasses, torch, torch.nn as nn
 from .checkpoints import save_checkpoint, load_checkpoint, CheckpointError
 from .runtime import model_device, precision_for, validate_precision, evaluating
-from .gpt2_classify import GPT2Classifier, gpt2_dls, GPT2_CLASSIFY_QUICK, GPT2_CLASSIFY_FULL
+from .config import ModelConfig, TrainConfig, Recipe
 
 # %% ../nbs/50_lora.ipynb #8c9d458b
 # @title Solution: LoRALinear
@@ -254,8 +254,11 @@ def adapt_compare(base,        # a pretrained `GenerationTransformer`
 
 # %% ../nbs/50_lora.ipynb #d88d74d8
 GPT2_LORA_TARGETS = ('toqueries', 'tokeys', 'tovalues', 'unifyheads', 'ff.0', 'ff.2')   # every linear layer of GPT-2's blocks
-GPT2_LORA_QUICK = GPT2_CLASSIFY_QUICK.replace(emb=32, heads=2, depth=2, seq_len=64, n_tokens=1000, epochs=2)   # seconds on a CPU
-GPT2_LORA_FULL = GPT2_CLASSIFY_FULL.replace(seq_len=256, epochs=1)                 # GPT-2 small, full IMDB, on a GPU (unmeasured)
+_GPT2_SMALL = ModelConfig(emb=768, heads=12, depth=12, seq_len=1024, n_tokens=50257, act='gelu_tanh', qkv_bias=True, tied=True)   # lesson 24's config_from_gpt2('gpt2')
+GPT2_LORA_QUICK = Recipe(dataclasses.replace(_GPT2_SMALL, emb=32, heads=2, depth=2, seq_len=64, n_tokens=1000),
+                         TrainConfig(bs=32, epochs=2, lr=3e-3))                    # a tiny random GPT-2 shape, its own BPE of 1,000 tokens: seconds on a CPU
+GPT2_LORA_FULL = Recipe(dataclasses.replace(_GPT2_SMALL, seq_len=256),
+                        TrainConfig(bs=16, epochs=1, lr=3e-5))                     # GPT-2 small, full IMDB, 256 tokens a review, on a GPU (unmeasured)
 
 def gpt2_lora_compare(source='gpt2',       # hub name or folder of the GPT-2 to adapt (not read by the quick path)
                       data='imdb',         # 'imdb_sample' or 'imdb'
@@ -272,12 +275,12 @@ def gpt2_lora_compare(source='gpt2',       # hub name or folder of the GPT-2 to 
     from fastai.learner import Learner
     from fastai.metrics import accuracy
     from fastai.torch_core import set_seed
-    from transformers_scratch.config import Recipe
     from transformers_scratch.runtime import set_precision, note_at_training
     from transformers_scratch.training import start_run
     from transformers_scratch.data import imdb_df, imdb_sample_df
     from transformers_scratch.gpt2 import load_gpt2, tiny_gpt2, gpt2_tokenizer
     from transformers_scratch.hub import validate_tokenizer
+    from transformers_scratch.gpt2_classify import GPT2Classifier, gpt2_dls   # lesson 25's classifier and data (fastai: imported when used)
     if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
     if recipe is None: recipe = GPT2_LORA_QUICK if quick else GPT2_LORA_FULL
     if not isinstance(recipe, Recipe): raise TypeError(f"recipe: expected a Recipe (GPT2_LORA_QUICK...), got {type(recipe).__name__}")
