@@ -226,6 +226,12 @@ def abl_values(model, x, t, layer, head):                 # zeroes the head's va
     h = a.tovalues.register_forward_hook(zero)
     try: return half_losses(token_losses(model, x), t)[1].item()
     finally: h.remove()
+def abl_in_place(model, x, t, layer, head):               # the pre-hook zeroes its input in place and returns nothing
+    s = model.config.head_size
+    def zero(mod, inp): inp[0][..., head * s:(head + 1) * s] = 0
+    h = _zero_pre(model, layer, head, zero)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally: h.remove()
 def abl_library(model, x, t, layer, head):
     with ablating(model, [(layer, head)]): return half_losses(token_losses(model, x), t)[1]
 
@@ -295,6 +301,12 @@ def abl_global_hook(model, x, t, layer, head):            # a hook on every modu
         z = inp[0].clone(); z[..., head * s:(head + 1) * s] = 0; return (z,)
     torch.nn.modules.module.register_module_forward_pre_hook(zero)
     return half_losses(token_losses(model, x), t)[1].item()
+def abl_attention_input(model, x, t, layer, head):        # zeroes a slice of the residual stream going into the attention
+    s = model.config.head_size
+    def zero(mod, inp): z = inp[0].clone(); z[..., head * s:(head + 1) * s] = 0; return (z,) + inp[1:]
+    h = model.blocks[layer].attention.register_forward_pre_hook(zero)
+    try: return half_losses(token_losses(model, x), t)[1].item()
+    finally: h.remove()
 def abl_sum(model, x, t, layer, head):
     with ablating(model, [(layer, head)]): return token_losses(model, x)[:, t:].sum()
 def abl_mean_ablation(model, x, t, layer, head):
@@ -315,10 +327,12 @@ def test_ablated_loss():
         (abl_queries, "zeroed the head's queries"), (abl_mean_ablation, 'mean ablation'),
         (lambda model, x, t, layer, head: ablated_loss(model, x, t, layer, (head + 1) % model.config.heads), r"that is head \d's loss"),
         (abl_keys, 'queries or keys'), (abl_every_block, 'in every block'), (abl_only_this, 'kept only that head'),
-        (abl_cpu_mask, 'made on the CPU'), (abl_frozen, 'requires_grad'), (abl_sum, 'sum of the token losses')])
+        (abl_cpu_mask, 'made on the CPU'), (abl_frozen, 'requires_grad'), (abl_sum, 'sum of the token losses'),
+        (abl_attention_input, "the attention's input")])
     try: assert_check(check_ablated_loss, ablated_loss, [(abl_global_hook, 'global hook')])
     finally: torch.nn.modules.module._global_forward_pre_hooks.clear()
-    for ok in (abl_manual, abl_mask, abl_view, abl_library, abl_weights_restored, abl_values): assert_check(check_ablated_loss, ok)
+    for ok in (abl_manual, abl_mask, abl_view, abl_library, abl_weights_restored, abl_values, abl_in_place):
+        assert_check(check_ablated_loss, ok)
 
 
 def lens_loop(model, resid): return torch.stack([model.toprobs(model.norm(r)) for r in resid])

@@ -138,6 +138,7 @@ def _ablated(m, x, t, layer, head, where='in', layout='side', half=(None, None))
     elif where == 'mean':                                              # the head's mean over this batch and its positions
         hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (_meaned(inp[0], head * s, (head + 1) * s),))
     elif where == 'q': hk = a.toqueries.register_forward_hook(lambda mod, inp, out: zero(out))
+    elif where == 'attn_in': hk = a.register_forward_pre_hook(lambda mod, inp: (zero(inp[0]),) + tuple(inp[1:]))
     elif where == 'every': hk = [b.attention.unifyheads.register_forward_pre_hook(lambda mod, inp: (zero(inp[0]),)) for b in m.blocks]
     elif where == 'only':                                              # every head of the block zeroed but this one
         hk = a.unifyheads.register_forward_pre_hook(lambda mod, inp: (inp[0] - zero(inp[0]),))
@@ -199,6 +200,8 @@ def check_ablated_loss(fn):
                 for h in range(m.config.heads) if h != head],
               (_ablated(m, x, t, layer, head, where='q'), "you zeroed the head's queries or keys (where it looks: its attention "
                "becomes uniform), not what it writes: zero its slice of unifyheads' input"),
+              (_ablated(m, x, t, layer, head, where='attn_in'), "you zeroed a slice of the attention's input (the residual "
+               "stream), not what the head writes: zero the head's slice of unifyheads' input, inside the attention"),
               (_ablated(m, x, t, layer, head, where='every'), f"you zeroed head {head} in every block: only in block `layer`, "
                "model.blocks[layer]"),
               (_ablated(m, x, t, layer, head, where='only'), "you kept only that head and zeroed all the others: zero the head's own "
