@@ -39,6 +39,7 @@ def check_held_out(fn):
     "Check `fn(key, share=10)` on made-up words and pairs of numbers: True or False, the same every call and for a pair in either order, about one key in `share`, not Python's `hash`"
     run = Runs(fn, on_error=_pair_error)
     words = _made_up_words(2000)
+    _verdicts([run(words[0])], 'a word')                        # a wrong kind of answer is named at once
     out = [run(w) for w in words]
     _verdicts(out, 'a word')
     expect([run(w) for w in words[:300]] == out[:300], "a word got another answer the second time it was asked: a random draw is "
@@ -52,11 +53,13 @@ def check_held_out(fn):
     expect(share < 1, "every word is held out: about one in share=10 should be")
     expect(not 0.8 < share < 0.97, f"{share:.0%} of the words are held out, about nine in ten: the opposite of one in share=10 (!= where == was meant?)")
     expect(0.07 <= share <= 0.13, f"{share:.0%} of the words are held out, expected about one in share=10")
+    _verdicts([run(words[0], share=4)], 'a word with share=4')
     four = [run(w, share=4) for w in words[:1000]]
     _verdicts(four, 'a word with share=4')
     four = sum(map(bool, four)) / len(four)
     expect(0.19 <= four <= 0.31, f"with share=4, {four:.0%} of the words are held out, expected about one in 4: use the argument share")
     pairs = [(a, b) for a in range(10, 100) for b in range(a + 1, 100) if (a + b) % 3 == 0]   # 1,335 sums
+    _verdicts([run(pairs[0])], 'a pair')
     p, q = [run(ab) for ab in pairs], [run(ab[::-1]) for ab in pairs]
     _verdicts(p + q, 'a pair')
     n = sum(bool(x) != bool(y) for x, y in zip(p, q))
