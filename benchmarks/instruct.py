@@ -10,7 +10,7 @@ own base (`run_instruct`), so the seeds vary the data's draw, the weights and th
 Prints one table per variant (mean and range over the seeds of exact match, the share of responses that stop at the
 end token, BLEU for translation), then, as its last line, a JSON object with every number, the machine and its load
 average (timings on a shared machine are upper bounds)."""
-import argparse, json, os, platform, statistics
+import argparse, json, os, platform, statistics, time
 import torch
 from transformers_scratch.instruct import run_instruct, INSTRUCT_QUICK, INSTRUCT_FULL
 
@@ -34,25 +34,30 @@ def main():
     ap.add_argument('--seeds', type=int, default=3)
     ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument('--full', action='store_true', help='INSTRUCT_FULL instead of INSTRUCT_QUICK')
+    ap.add_argument('--steps', type=int, default=None, help="tuning steps (default: the recipe's)")
     a = ap.parse_args()
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
-    recipe = INSTRUCT_FULL if a.full else INSTRUCT_QUICK
+    recipe = dict(INSTRUCT_FULL if a.full else INSTRUCT_QUICK)
+    if a.steps: recipe['tune'] = recipe['tune'].replace(n_batches=a.steps)
     res, dev = {}, None
     for v in a.variants:
         runs = []
         for s in range(a.seeds):
+            c0 = time.process_time()
             r = run_instruct(recipe, seed=s, base=(v == 'response'), verbose=False, **VARIANTS[v])
+            r['cpu_s'] = time.process_time() - c0
             dev = r['device'] + (f" ({torch.cuda.get_device_name()})" if r['device'].startswith('cuda') else '')
-            runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'trainable_pct') if k in r})
-            print(f"{v} seed {s}: pretrain {r['pretrain_s']:.0f} s, tune {r['tune_s']:.0f} s", flush=True)
+            runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'cpu_s', 'trainable_pct') if k in r})
+            print(f"{v} seed {s}: pretrain {r['pretrain_s']:.0f} s, tune {r['tune_s']:.0f} s (wall); whole run {r['cpu_s']:.0f} s of CPU", flush=True)
         res[v] = dict(tuned=summary(runs, 'tuned'), seconds=statistics.mean(r['pretrain_s'] + r['tune_s'] for r in runs),
+                      cpu_seconds=statistics.mean(r['cpu_s'] for r in runs),
                       **({'base': summary(runs, 'base')} if v == 'response' else {}),
                       **({'trainable_pct': runs[0]['trainable_pct']} if 'trainable_pct' in runs[0] else {}))
         if v == 'response': show(f"base model, prompted with the template ({a.seeds} seeds: mean [min, max])", res[v]['base'])
-        show(f"tuned: {v} ({a.seeds} seeds: mean [min, max]; {res[v]['seconds']:.0f} s per run)", res[v]['tuned'])
+        show(f"tuned: {v} ({a.seeds} seeds: mean [min, max]; {res[v]['seconds']:.0f} s of training per run, {res[v]['cpu_seconds']:.0f} s of CPU per whole run)", res[v]['tuned'])
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
                f"{dev}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
     print(f"\nmachine: {machine}")
-    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', seeds=a.seeds, machine=machine, results=res)))
+    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, seeds=a.seeds, machine=machine, results=res)))
 
 if __name__ == '__main__': main()

@@ -148,15 +148,15 @@ def instruct_tokenizer():
 
 _N = len(instruct_tokenizer())
 INSTRUCT_QUICK = {   # a CPU in a few minutes
-    'pretrain': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=160, n_tokens=_N, fast=True), TrainConfig(bs=32, n_batches=100, lr=3e-3, wd=0.1)),
-    'tune': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=160, n_tokens=_N, fast=True),
+    'pretrain': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, fast=True), TrainConfig(bs=32, n_batches=100, lr=3e-3, wd=0.1)),
+    'tune': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, fast=True),
                    TrainConfig(bs=32, n_batches=400, lr=3e-3, wd=0.1, max_train=7000, max_valid=210))}
 INSTRUCT_FULL = {    # a GPU: a wider, deeper model, longer inputs, more of everything
-    'pretrain': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=384, n_tokens=_N, dropout=0.1, fast=True), TrainConfig(bs=64, n_batches=3000, lr=1e-3, wd=0.1)),
-    'tune': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=384, n_tokens=_N, dropout=0.1, fast=True),
+    'pretrain': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, dropout=0.1, fast=True), TrainConfig(bs=64, n_batches=3000, lr=1e-3, wd=0.1)),
+    'tune': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, dropout=0.1, fast=True),
                    TrainConfig(bs=64, n_batches=4000, lr=5e-4, wd=0.1, max_train=70000, max_valid=700))}
 
-def max_input(config): return max(20, min(200, config.seq_len // 2))   # the longest review, article or sentence read (characters)
+def max_input(config): return max(20, min(200, config.seq_len // 3))   # the longest review, article or sentence read (characters): instruction, input and response fit the window
 
 def raw_text(max_chars=None,   # keep the first this many characters (None: all, about 3 M)
              seed=0):
