@@ -179,12 +179,22 @@ def test_lora_on_the_gpt2_classifier_quick(monkeypatch):
         seen.append((learn.dls.device, {p.device for p in learn.model.parameters()}, [n for n, p in learn.model.named_parameters() if p.requires_grad]))
         return orig(learn, precision)
     monkeypatch.setattr(runtime, 'set_precision', spy)
+    from fastai.learner import Learner
+    import fastai.callback.schedule  # noqa: F401 (Learner.fit_one_cycle)
+    fit, frozen = Learner.fit_one_cycle, []
+    def fit_spy(learn, *a, **kw):   # the frozen trunk stays frozen, and unchanged, through fastai's training
+        before = {n: p.detach().clone() for n, p in learn.model.named_parameters() if not p.requires_grad}
+        out = fit(learn, *a, **kw)
+        frozen.append((len(before), [n for n, p in learn.model.named_parameters() if n in before and (p.requires_grad or not torch.equal(p, before[n]))]))
+        return out
+    monkeypatch.setattr(Learner, 'fit_one_cycle', fit_spy)
     res = gpt2_lora_compare(quick=True, recipe=GPT2_LORA_QUICK.replace(depth=1, epochs=1, seq_len=32), ranks=(2,))
     assert [r['method'] for r in res['rows']] == ['full fine-tuning', 'LoRA r=2']
     full, r2 = res['rows']
     assert full['trainable_pct'] == 100 and 0 < r2['trainable_pct'] < 25
     assert all(d == torch.device(res['device']) and ps == {d} for d, ps, _ in seen)   # the batches go where the model is
     assert all(n.endswith(('.A', '.B')) or n.startswith('head.') for n in seen[1][2]) and 'head.weight' in seen[1][2]
+    assert frozen[0] == (0, []) and frozen[1][0] > 0 and frozen[1][1] == []
     assert all(0 <= r['accuracy'] <= 1 and r['seconds'] >= 0 for r in res['rows'])
     assert res['device'] == 'cpu' and res['precision'] == 'fp32' and res['quick'] and res['dataset'] == 'imdb_sample'
     from transformers_scratch.gpt2 import gpt2_config, config_from_gpt2
