@@ -367,8 +367,8 @@ def _stdin_lines(cmd, given='the sentence as an argument', done='translated'):
 def _instruct_parser(sub):
     t = sub.add_parser('instruct', help='pretrain a decoder briefly, instruction-tune it (lesson 52), measure it per task and save it')
     t.set_defaults(func=_instruct)
-    t.add_argument('--quick', action='store_true', help='small configuration (INSTRUCT_QUICK): about 5 minutes on 2 CPU cores; '
-                   'else INSTRUCT_FULL, meant for a GPU')
+    t.add_argument('--quick', action='store_true', help='small configuration (INSTRUCT_QUICK), meant for a CPU: minutes (lesson 52 prints '
+                   'its times); else INSTRUCT_FULL, meant for a GPU')
     t.add_argument('--out', default=os.path.join('models', 'instruct.pt'),
                    help='where to save the tuned model with its tokenizer, for `tfs generate --model` (default: models/instruct.pt)')
     t.add_argument('--seed', type=_seed, default=0, help="the data's, the weights' and the batches' seed")
