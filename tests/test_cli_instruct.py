@@ -52,7 +52,8 @@ def test_standard_input_one_instruction_a_line(capsys, monkeypatch, tiny):
 @pytest.mark.parametrize('stdin,pattern,printed', [
     ('', 'no instruction on standard input', 0), ('\n  \n', 'no instruction on standard input', 2),
     ('\tA fine film.\n', r'line 1: an input with no instruction', 0),
-    ('Spell the word: dog\n' + 'x' * 100 + '\n', r'standard input, line 2: the prompt is \d+ tokens, and the model reads 64', 1)])
+    ('Spell the word: dog\n' + 'x' * 100 + '\n', r'standard input, line 2: the prompt is \d+ tokens, and the model reads 64', 1),
+    ('Spell the word: dog\n' + b'caf\xe9'.decode('utf-8', 'surrogateescape') + '\n', r'line 2: not valid UTF-8 text.*nothing after it was answered', 1)])
 def test_standard_input_faults(capsys, monkeypatch, tiny, stdin, pattern, printed):
     monkeypatch.setattr(sys, 'stdin', io.StringIO(stdin))
     code, out, err = tfs(capsys, 'generate', '--model', tiny[0], '--n', '4')
