@@ -3,7 +3,7 @@ import importlib, inspect, re, subprocess, sys
 import pytest
 
 VALIDATORS = set()   # argument validators are named validate_* (issue 16): check_ means an exercise check
-LESSONS = 'selfattention attention masks positions block bpe generate lmdata lm gpt2 seq2seq mlm interpret lora'.split()
+LESSONS = 'selfattention attention masks positions block bpe generate lmdata lm gpt2 seq2seq mlm interpret lora instructdata instruct'.split()
 
 @pytest.mark.parametrize('mod', LESSONS)
 def test_model_modules_work_without_their_checks(mod):
@@ -42,7 +42,7 @@ def test_unknown_names_still_raise():
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
 NBS = {'selfattention': '01_selfattention', 'attention': '03_attention', 'masks': '02_masks', 'positions': '04_positions',
        'block': '05_block', 'bpe': '19_bpe', 'generate': '20_generate', 'lmdata': '20a_lmdata', 'lm': '21_lm', 'gpt2': '24_gpt2', 'seq2seq': '30_seq2seq',
-       'mlm': '40_mlm', 'interpret': '29_inside', 'lora': '50_lora'}
+       'mlm': '40_mlm', 'interpret': '29_inside', 'lora': '50_lora', 'instructdata': '51_instructdata', 'instruct': '52_instruct'}
 
 @pytest.mark.parametrize('mod', LESSONS)
 def test_check_cells_folded_above_their_exercise(mod):
