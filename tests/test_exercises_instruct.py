@@ -35,15 +35,29 @@ def fe_bytes(ex, with_response=True): return format_example(ex, with_response).e
 def fe_none(ex, with_response=True): return None
 def fe_ignores_flag(ex, with_response=True): return format_example(ex)
 
+def fe_kwonly(ex, *, with_response=True): return format_example(ex, with_response)   # the lesson calls format_example(ex, False)
+def fe_mutates(ex, with_response=True):      # ex['input'] rewritten: a second call (the tuned model's evaluation) gets <|input|> twice
+    if ex['input']: ex['input'] = INP + ex['input']
+    return INST + ex['instruction'] + ex['input'] + RESP + (ex['response'] + END if with_response else '')
+def fe_pops(ex, with_response=True):         # the response popped: encode_example's next call raises KeyError
+    r = ex.pop('response')
+    return format_example({**ex, 'response': r}, with_response)
+def fe_trailing_newline(ex, with_response=True): return format_example(ex, with_response) + '\n'
+def fe_copy(ex, with_response=True):         # works on a copy of ex: fine
+    ex = dict(ex); ex['input'] = INP + ex['input'] if ex['input'] else ''
+    return INST + ex['instruction'] + ex['input'] + RESP + (ex.pop('response') + END if with_response else '')
+
 def test_format_example():
-    for ok in (fe_fstring, fe_join): assert_check(check_format_example, ok)
+    for ok in (fe_fstring, fe_join, fe_copy): assert_check(check_format_example, ok)
     assert_check(check_format_example, format_example, [
         (stub, 'not solved'), (fe_none, 'as a str'), (fe_bytes, 'as a str'),
         (fe_no_end, 'end token is missing'), (fe_end_always, 'end token follows the response only'),
         (fe_input_always, 'no <\\|input\\|> section'), (fe_response_in_prompt, 'leaves the response out'),
         (fe_ignores_flag, 'leaves the response out'),
         (fe_no_resp_marker, '<\\|response\\|> is missing'), (fe_newlines, 'spaces or newlines'),
-        (fe_input_first, 'out of order'), (fe_no_input, 'input is missing'), (fe_alpaca, 'differs from the template')])
+        (fe_input_first, 'out of order'), (fe_no_input, 'input is missing'), (fe_alpaca, 'differs from the template'),
+        (fe_kwonly, 'cannot be called the way'), (fe_mutates, 'changed the example'), (fe_pops, 'changed the example'),
+        (fe_trailing_newline, 'starts or ends with a space or newline')])
 
 # --- collate ----------------------------------------------------------------------------------------------------------
 def co_pad_sequence(pairs, pad_id):          # pad_sequence and a mask built from lengths
@@ -92,10 +106,21 @@ def co_response_only_tokens(pairs, pad_id):  # x holds the response alone: the p
     return collate([(list(p[-1:]), list(r)) for p, r in pairs], pad_id)
 def co_empty(pairs, pad_id): return torch.zeros(len(pairs), 0, dtype=torch.long), torch.zeros(len(pairs), 0, dtype=torch.long)
 
+co_int32 = _lib_then(lambda x, y, pairs, pad_id: (x.int(), y.int()))        # F.cross_entropy refuses int32 labels
+co_int16_y = _lib_then(lambda x, y, pairs, pad_id: (x, y.to(torch.int16)))
+def co_numpy(pairs, pad_id):                 # numpy, then from_numpy of int64 arrays: fine
+    import numpy as np
+    T = max(len(p) + len(r) for p, r in pairs) - 1
+    x, y = np.full((len(pairs), T), pad_id, dtype=np.int64), np.full((len(pairs), T), IGNORE, dtype=np.int64)
+    for i, (p, r) in enumerate(pairs):
+        s = list(p) + list(r); x[i, :len(s) - 1] = s[:-1]; y[i, len(p) - 1:len(s) - 1] = s[len(p):]
+    return torch.from_numpy(x), torch.from_numpy(y)
+
 def test_collate():
-    for ok in (co_pad_sequence, co_full_width, co_where): assert_check(check_collate, ok)
+    for ok in (co_pad_sequence, co_full_width, co_where, co_numpy): assert_check(check_collate, ok)
     assert_check(check_collate, collate, [
-        (stub, 'not solved'), (co_float, 'integer ids'), (co_swapped, 'negative ids|-100'), (co_y_only, r'return \(x, y\)'),
+        (stub, 'not solved'), (co_float, 'integer ids'), (co_swapped, r'return \(x, y\) in this order'),
+        (co_int32, r'LongTensor \(torch.int64\), got torch.int32'), (co_int16_y, r'y should .* got torch.int16'), (co_y_only, r'return \(x, y\)'),
         (co_x_pad_ignore, 'negative ids'), (co_prompt_plus_one, "first token is not learned|differ"),
         (co_all, 'prompt too|padding'), (co_response_only_tokens, 'differ|prompt'), (co_empty, 'x should be'),
         (lambda pairs, pad_id: None, r'return \(x, y\)'), (lambda pairs, pad_id: (torch.zeros(3), torch.zeros(3)), 'integer ids|x should be')])
@@ -131,7 +156,7 @@ def re_while(model, prompt, end_id, max_new=64):        # a while loop on the la
     seq = list(prompt)
     with torch.inference_mode():
         while len(seq) - len(prompt) < max_new:
-            seq.append(int(torch.argmax(model(torch.tensor([seq]))[0, -1])))
+            seq.append(int(torch.argmax(model(torch.tensor([seq], device=model_device(model)))[0, -1])))
             if seq[-1] == end_id: return seq[len(prompt):-1]
     return seq[len(prompt):]
 
@@ -172,6 +197,44 @@ def re_sample(model, prompt, end_id, max_new=64):
 re_text = _wrap(lambda m, p, e, n: ' '.join(map(str, respond(m, p, e, n))))
 re_logits = _wrap(lambda m, p, e, n: m.eval()(torch.tensor([p]))[0])
 
+def re_cpu(model, prompt, end_id, max_new=64):         # ids made on the CPU whatever the model's device: fails on a GPU
+    model.eval(); ids, out = torch.tensor(prompt)[None], []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(model(ids)[0, -1].argmax())
+            if t == end_id: break
+            out.append(t); ids = torch.cat([ids, torch.tensor([[t]])], 1)
+    return out
+def re_first_unchecked(model, prompt, end_id, max_new=64):   # append, then check: the first token is never compared with end_id
+    out, t = [], respond(model, prompt, -1, 1)[0]
+    while len(out) < max_new:
+        out.append(t); t = respond(model, list(prompt) + out, -1, 1)[0]
+        if t == end_id: break
+    return out
+def re_mutates_prompt(model, prompt, end_id, max_new=64):    # prompt.append: the caller's list grows
+    n0 = len(prompt)
+    while len(prompt) - n0 < max_new:
+        t = respond(model, prompt, -1, 1)[0]
+        if t == end_id: break
+        prompt.append(t)
+    return prompt[n0:]
+def re_max0(model, prompt, end_id, max_new=64):              # the count checked after appending: max_new=0 still gives a token
+    out = respond(model, prompt, end_id, max(max_new, 1))
+    return out
+re_ignores_max_new = _wrap(lambda m, p, e, n: respond(m, p, e, 64))
+re_huge = _wrap(lambda m, p, e, n: list(range(100)))        # more tokens than the model's window: no crash of the check
+def re_eval_noparen(model, prompt, end_id, max_new=64):      # model.eval without (): dropout stays on
+    model.eval
+    return re_train_mode(model, prompt, end_id, max_new)
+def re_sample_global(model, prompt, end_id, max_new=64):     # sampling from the global RNG in eval mode
+    model.eval(); ids, out = list(prompt), []
+    with torch.no_grad():
+        for _ in range(max_new):
+            t = int(torch.multinomial(F.softmax(model(torch.tensor([ids], device=model_device(model)))[0, -1], -1), 1))
+            if t == end_id: break
+            out.append(t); ids.append(t)
+    return out
+
 def test_respond():
     for ok in (re_no_cache, re_generate, re_while): assert_check(check_respond, ok)
     assert_check(check_respond, respond, [
@@ -179,3 +242,27 @@ def test_respond():
         (re_never_stops, 'ran past the end token'), (re_one_more, 'more than max_new'), (re_first_pos, "first position's logits"),
         (re_train_mode, 'training mode'), (re_sample, 'greedy|training mode|first position'), (re_text, 'list of token ids'),
         (re_logits, 'list of token ids'), (lambda model, prompt, end_id, max_new=64: None, 'list of token ids')])
+
+def re_np_ints(model, prompt, end_id, max_new=64):           # numpy ints: named, with the way to convert them
+    import numpy as np
+    return [np.int64(t) for t in respond(model, prompt, end_id, max_new)]
+
+def test_respond_device_and_edges():
+    assert_check(check_respond, respond, [
+        (re_cpu, 'made on the CPU'), (re_first_unchecked, 'first token picked is end_id'), (re_mutates_prompt, 'changed the prompt list'),
+        (re_max0, r'max_new=0 gives \[\]'), (re_ignores_max_new, 'more than max_new'), (re_huge, 'more than max_new=10 tokens \\(100\\)'),
+        (re_eval_noparen, 'training mode: dropout'), (re_sample_global, 'changes from run to run'),
+        (re_np_ints, r'got numpy.int64 items: convert each with int\(t\)')])
+
+def test_respond_verdict_does_not_depend_on_the_rng():
+    "The same wrong answer gets the same hint whatever the caller's global RNG: the check seeds its runs"
+    import io, contextlib
+    from transformers_scratch.checks.toolkit import CheckError
+    for f in (re_train_mode, re_sample_global):
+        hints = set()
+        for s in (0, 1, 2):
+            torch.manual_seed(s)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()): check_respond(f)
+            except CheckError as e: hints.add(str(e))
+        assert len(hints) == 1, hints

@@ -40,11 +40,17 @@ def check_format_example(fn):
     "Check `fn(ex, with_response=True)`: the chat template's text of `ex`, or its prompt ending with <|response|>"
     for ex in _EXAMPLES:
         for w in (True, False):
-            out = fn(dict(ex)) if w else fn(dict(ex), with_response=False)
+            e = dict(ex)
+            out = fn(e) if w else fn(e, False)                    # positionally, as encode_example calls it
+            expect(e == ex, "your function changed the example it was given (ex['input'] = ... or ex.pop): build a new "
+                            "string and leave ex as it is, the lesson formats the same examples again")
             expect(isinstance(out, str), f"return the template's text as a str, got {type(out).__name__}")
+            expect((fn(e) if w else fn(e, False)) == out, "two calls on the same example give different texts: leave ex unchanged")
             ref, wrongs = _fmt_wrongs(ex, w)
             if out == ref: continue
             for wo, hint in wrongs: expect(out != wo, hint)
+            expect(out.strip() != ref, "the text starts or ends with a space or newline: it starts with <|instruction|> and ends with "
+                                       + ("<|end|>" if w else "<|response|>"))
             squash = lambda s: re.sub(r'\s+', '', s)
             expect(squash(out) != squash(ref), "spaces or newlines were added between the parts: the special tokens are the only separators")
             expect(False, f"the text differs from the template's for {'the example' if w else 'the prompt of the example'} {ex['instruction']!r}: "
@@ -95,11 +101,14 @@ def check_collate(fn):
         x, y = out
         for n, t in (('x', x), ('y', y)):
             expect(isinstance(t, torch.Tensor), f"{n} should be a tensor, got {type(t).__name__}")
-            expect(not t.is_floating_point() and t.dtype != torch.bool, f"{n} should hold integer ids (a LongTensor), got {t.dtype}: F.cross_entropy and nn.Embedding need int64")
+            expect(t.dtype == torch.long, f"{n} should hold integer ids as a LongTensor (torch.int64), got {t.dtype}: "
+                                          "F.cross_entropy needs int64 labels (dtype=torch.long)")
         rx, ry = I.collate(pairs, pad_id)
         expect(x.dim() == 2 and x.shape[0] == b, f"x should be (b, t) = {tuple(rx.shape)}, got {tuple(x.shape)}")
         expect(y.shape == x.shape, f"x and y should have the same shape, got {tuple(x.shape)} and {tuple(y.shape)}")
         expect(x.shape[1] >= rx.shape[1], f"x should be (b, t) = {tuple(rx.shape)}, got {tuple(x.shape)}: t is the longest len(prompt) + len(response) - 1")
+        expect(not (bool((x < 0).any()) and not bool((y < 0).any())), "x holds -100 and y none: return (x, y) in this order, "
+                                                                     "the inputs first, the labels (with -100) second")
         expect(bool((x >= 0).all()), "x holds negative ids (-100?): pad the inputs with pad_id, a token id; -100 belongs in the labels")
         got = _trained_on(x.long(), y.long())
         if got == _trained_on(rx, ry): continue
@@ -121,6 +130,8 @@ def check_collate(fn):
 # %% ../../nbs/52_instruct.ipynb #78ebc60c
 #| code-fold: true
 # @title check_respond
+import copy
+
 def _greedy(model, prompt, n, pos=-1):
     "`n` greedy tokens after `prompt`, the next token read at position `pos` of the logits (-1: the last)"
     ids = list(prompt)
@@ -140,33 +151,60 @@ def _respond_fixture(seed):
         if k is not None and len(set(g)) > 3: return m.train(), prompt, g, k
     raise RuntimeError("no fixture")   # never: the seeds above give one
 
+def _type_name(o):
+    "numpy.int64, Tensor, float...: the type of `o` as a learner reads it"
+    mod = type(o).__module__.split('.')[0]
+    return type(o).__name__ if mod in ('builtins', 'torch') else f"{mod}.{type(o).__name__}"
+
 def _ids(out, what='the response'):
     if isinstance(out, torch.Tensor):
         expect(out.dim() <= 1 and not out.is_floating_point(), f"{what} should be a list of token ids (or a 1-D LongTensor), got a tensor of shape {tuple(out.shape)}, dtype {out.dtype}")
         return [int(i) for i in out.reshape(-1).tolist()]
     expect(isinstance(out, (list, tuple)), f"{what} should be a list of token ids, got {type(out).__name__}")
-    expect(all(isinstance(i, int) or isinstance(i, torch.Tensor) and i.numel() == 1 for i in out), f"{what} should be a list of ints (token ids)")
+    bad = [i for i in out if not (isinstance(i, int) or isinstance(i, torch.Tensor) and i.numel() == 1)]
+    expect(not bad, f"{what} should be a list of ints (token ids), got {_type_name(bad[0])} "
+                    "items: convert each with int(t) or t.item()" if bad else '')
     return [int(i) for i in out]
+
+def _mixed_on_cpu(fn, model, *args):
+    "True if a tensor made on the CPU whatever the model's device meets the model's (what fails on a GPU); what `fn` returns is not judged (a CPU tensor of ids is fine)"
+    return made_on_cpu(lambda *a: (fn(*a), None)[1], model, *args)
+
+def _locked(model):
+    "A copy of `model` that stays in eval mode whatever is asked of it: no dropout"
+    m = copy.deepcopy(model).eval()
+    m.train = lambda mode=True: m
+    return m
 
 @checker(solution='instruct.respond')
 def check_respond(fn):
     "Check `fn(model, prompt, end_id, max_new)`: the greedy tokens after `prompt`, up to (not including) `end_id`, at most `max_new`"
     for seed in (0, 7):
         model, prompt, g, k = _respond_fixture(seed * 100)
-        for end_id, max_new, ref in ((g[k], 10, g[:k]), (next(i for i in range(13) if i not in g), 5, g[:5])):
-            model.train()
-            out = _ids(fn(model, list(prompt), end_id, max_new))
+        absent = next(i for i in range(13) if i not in g)
+        for end_id, max_new, ref in ((g[k], 10, g[:k]), (absent, 5, g[:5]), (g[0], 5, []), (absent, 0, [])):
+            model.train(); p = list(prompt)
+            out = _ids(seeded(fn, model, p, end_id, max_new))       # seeded: the same verdict on every run
+            expect(p == prompt, "your code changed the prompt list it was given (prompt.append?): copy it first, ids = list(prompt)")
             if out == ref: continue
+            expect(not (ref == [] and max_new and out[:1] == g[:1]), "when the first token picked is end_id the response is empty: "
+                   "compare every token with end_id before keeping it, the first one included")
             wrongs = [(prompt + ref, "return the new tokens only, not the prompt"),
                       (ref + [end_id], "leave the end token out of the response: it only says where to stop"),
                       (prompt + ref + [end_id], "return the new tokens only, without the prompt and the end token"),
                       (g[:max_new], "generation ran past the end token: stop as soon as the model picks end_id"),
-                      (g[:max_new + 1], f"more than max_new={max_new} tokens: stop after max_new"),
                       (g[:max_new - 1], f"fewer than max_new={max_new} tokens: the end token never came, so generate max_new"),
                       (g[:k - 1], "the response stops one token early: stop when the token picked is end_id, after keeping the ones before it")]
-            for wo, hint in wrongs: expect(out != wo, hint)
-            first = _greedy(model, prompt, len(out) or 1, pos=0)
+            for wo, hint in wrongs: expect(ref == [] or out != wo, hint)
+            expect(len(out) <= max_new, f"more than max_new={max_new} tokens ({len(out)}): stop after max_new"
+                   + (" (max_new=0 gives [])" if max_new == 0 else ''))
+            first = _greedy(model, prompt, min(len(out), 3) or 1, pos=0)
             expect(out[:3] != first[:3] or out[:3] == ref[:3], "the next token is read from the first position's logits: use the last, logits[0, -1]")
-            with torch.no_grad(): drop = seeded(lambda: [int(model.train()(torch.tensor(prompt)[None])[0, -1].argmax()) for _ in range(3)], seed=0)
-            expect(not (out[:1] != ref[:1] and len(set(drop)) > 1), "the model is in training mode: dropout changes its answers; generate in eval mode (model.eval())")
+            locked = [_ids(seeded(fn, _locked(model), list(prompt), end_id, max_new, seed=s)) for s in (1, 2)]
+            expect(locked[0] != ref, "the model is in training mode: dropout changes its answers; generate in eval mode (model.eval())")
+            expect(locked[0] == locked[1], "your answer changes from run to run with the model in eval mode: sampling? greedy decoding "
+                                           "takes the argmax of the logits, no torch.multinomial")
             expect(False, f"the response differs from the greedy one ({len(out)} tokens, {len(ref)} expected): pick the argmax of the last position's logits at each step")
+    model, prompt, g, k = _respond_fixture(0)
+    expect(not _mixed_on_cpu(fn, model.eval(), list(prompt), g[k], 5), "your ids are made on the CPU whatever the model's device "
+           "(torch.tensor(prompt) without device=): on a GPU the model call fails; make them with device=model_device(model)")
