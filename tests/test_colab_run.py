@@ -40,10 +40,16 @@ def _default_exp(p):
         m = re.search(r'^#\|\s*default_exp\s+([\w.]+)', s, re.M)
         if m: return m.group(1).split('.')[-1]
 
+def _measured(p):
+    "`tests/measured_<module>.py`: tests of the figures a lesson's solutions edition computed, run in its namespace after its Run all"
+    t = ROOT/'tests'/f'measured_{_default_exp(p)}.py'
+    return t if p.parent.name == 'nbs' and t.exists() else None
+
 def _tests_for(p):
-    "The exercise tests a learner's edition is checked with in its own namespace (after its run), if it has exercises"
+    "The exercise tests a learner's edition is checked with in its own namespace (after its run), if it has exercises; a lesson's measured tests"
+    if p.parent.name == 'nbs': return _measured(p)
     t = ROOT/'tests'/f'test_exercises_{_default_exp(p)}.py'
-    return t if p.parent.name == 'handout' and _exercise_calls(p) and t.exists() else None
+    return t if _exercise_calls(p) and t.exists() else None
 
 def _run(p):
     env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_WAIT_POLICY='PASSIVE', MPLBACKEND='Agg')
@@ -109,6 +115,21 @@ def test_checks_in_the_learners_namespace(results, p):
     t = res['tests']
     assert t['exit'] == 0, f"{_id(p)}: the exercise tests failed in the learner's namespace (exit {t['exit']}):\n{res.get('output', '')}"
     assert set(t['called']) <= set(t['rebound']), f"{_id(p)}: checks the notebook calls but its tests never feed: {sorted(set(t['called']) - set(t['rebound']))}"
+
+MEASURED = [p for p in SELECTED if _measured(p)]
+
+@pytest.mark.parametrize('p', MEASURED, ids=_id)
+def test_the_lessons_figures_in_its_own_namespace(results, p):
+    "A lesson's measured figures (`tests/measured_<module>.py`), tested on what its Run all computed: no second training run"
+    res = results[_id(p)]
+    assert res['ok'] and 'tests' in res, f"{_id(p)}: {res.get('error')}"
+    assert res['tests']['exit'] == 0, f"{_id(p)}: its measured figures failed (exit {res['tests']['exit']}):\n{res.get('output', '')}"
+
+def test_measured_tests_have_a_lesson():
+    "Each tests/measured_*.py belongs to a lesson (it is run only there: pytest's own collection skips its name)"
+    mods = {_default_exp(p) for p in NBS}
+    for t in (ROOT/'tests').glob('measured_*.py'): assert t.stem.removeprefix('measured_') in mods, t.name
+    assert not ONLY and len(MEASURED) >= 1 or ONLY
 
 def test_handout_lessons_are_run():
     "Every learner's edition whose code differs is run; the others run exactly the solutions edition's code"

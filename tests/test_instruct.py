@@ -1,9 +1,8 @@
-"Lesson 52's library: the template, tokenizer, collator, generation, saving, and the quick configuration's targets (one seed)."
+"Lesson 52's library: the template, tokenizer, collator, generation, saving, run_instruct end to end (the quick figures: tests/measured_instruct.py)."
 import pytest, torch
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.checkpoints import CheckpointError
-from transformers_scratch.data import have_data
 from transformers_scratch.instruct import (format_example, instruct_tokenizer, encode_example, collate, collate_all,
                                            respond, respond_batch, answer, save_instruct, load_instruct, run_instruct, ModelChat, lora_targets,
                                            INSTRUCT_QUICK, INSTRUCT_FULL, SPECIAL, IGNORE)
@@ -84,24 +83,15 @@ def test_model_chat_writes_the_template_with_the_models_markers():
     c = ModelConfig(emb=16, heads=2, mlp='swiglu', norm='rms', bias=False, n_tokens=10)
     assert lora_targets(c)[-3:] == ('gate', 'up', 'down') and lora_targets(ModelConfig())[-2:] == ('ff.0', 'ff.2')
 
-DATA = all(have_data(d) for d in ('tinyshakespeare', 'imdb_sample', 'ag_news', 'multi30k'))
 
-@pytest.mark.skipif(not DATA, reason='needs tiny Shakespeare, IMDB_SAMPLE, AG News and Multi30k (TFS_DATA)')
-def test_quick_targets(tmp_path):
-    """INSTRUCT_QUICK, seed 0, on the CPU (about 85 s of CPU): what the quick configuration reaches, held.
-
-    The issue's targets, measured at this size (lesson 52 and benchmarks/instruct.py, 3 seeds): the base model's exact match
-    <= 0.10 on the generated tasks holds (0.00) and is asserted; >= 95 % of responses stopping at the end token holds on
-    count, reverse, add, sentiment and topic (1.00) and is asserted there, not on spell (0.83 at seed 0) nor translate (0.03);
-    exact match >= 0.90 on the generated tasks (0.00 on spell, reverse and add, 0.60 on count) and >= 0.70 on sentiment and
-    topic (0.27, 0.13) are NOT met at this size (why: lesson 52, 'The issue's targets, measured'): a floor under this run's
-    figures is asserted instead, so that a regression shows."""
-    r = run_instruct(INSTRUCT_QUICK, out=tmp_path/'m.pt', seed=0, device='cpu', verbose=False)
-    base, tuned = r['base'], r['tuned']
-    assert all(base[t]['exact'] <= 0.10 for t in ('spell', 'count', 'reverse', 'add')), base
-    assert all(base[t]['stops'] <= 0.10 for t in base), base                       # the base model continues text
-    assert all(tuned[t]['stops'] >= 0.95 for t in ('count', 'reverse', 'add', 'sentiment', 'topic')), tuned
-    assert tuned['spell']['stops'] >= 0.7, tuned
-    assert tuned['count']['exact'] >= 0.5 and tuned['sentiment']['exact'] >= 0.15, tuned
+def test_run_instruct_end_to_end_saves_what_it_tuned(tmp_path):
+    """The whole path of `run_instruct` at a few steps, LoRA merged: base and tuned measured per task, the saved model the tuned one.
+    (The quick configuration's figures are tested on lesson 52's own run: tests/measured_instruct.py, through test_colab_run.)"""
+    tiny = {k: r.replace(emb=32, heads=2, depth=1, seq_len=128, n_batches=3, bs=8, max_train=70, max_valid=14) for k, r in INSTRUCT_QUICK.items()}
+    r = run_instruct(tiny, out=tmp_path/'m.pt', seed=0, device='cpu', verbose=False, lora=(2, 4))
+    assert set(r['base']) == set(r['tuned']) == {'spell', 'count', 'reverse', 'add', 'sentiment', 'topic', 'translate'}
+    assert all(0 <= v['exact'] <= 1 and 0 <= v['stops'] <= 1 for v in r['tuned'].values()) and 'bleu' in r['tuned']['translate']
     m, tok = load_instruct(r['path'])
-    assert m.config == INSTRUCT_QUICK['tune'].model and tok.itos == r['tokenizer'].itos
+    assert m.config == tiny['tune'].model and tok.itos == r['tokenizer'].itos
+    x = torch.randint(0, len(tok), (2, 16))
+    assert torch.equal(m(x), r['model'].cpu()(x)) and not any('lora' in n for n, _ in m.named_parameters())

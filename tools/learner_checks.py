@@ -33,10 +33,11 @@ def notebook_namespace(path):
     return shell.user_ns, sorted({m.group(1) for s in cells for m in call.finditer(s)})
 
 class Rebind:
-    "A pytest plugin: the test modules' `check_*` globals become the notebook's"
+    "A pytest plugin: the test modules' `check_*` globals become the notebook's, and a `NOTEBOOK = {}` global is filled with its namespace"
     def __init__(self, ns): self.ns, self.rebound = ns, set()
     def pytest_collection_modifyitems(self, session, config, items):
         for mod in {it.module for it in items if getattr(it, 'module', None)}:
+            if isinstance(getattr(mod, 'NOTEBOOK', None), dict): mod.NOTEBOOK.update(self.ns)   # what the lesson computed, for tests of its figures
             for k, v in list(vars(mod).items()):
                 if k.startswith('check_') and callable(v) and callable(self.ns.get(k)):
                     setattr(mod, k, self.ns[k]); self.rebound.add(k)
