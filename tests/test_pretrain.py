@@ -1,5 +1,5 @@
 "Masked-LM pretraining: masking rates, not causal, load_encoder equivalence, no leakage, and the CLI round trip."
-import json, os, subprocess
+import json, os
 from pathlib import Path
 from dataclasses import asdict, replace
 import pytest, torch
@@ -156,23 +156,20 @@ def test_no_leakage():
     assert not t2 & test_only and len(t2) > len(t1)
     with pytest.raises(ValueError, match='data'): pretrain_texts('imdb_sample', 'imdb')
 
-def tfs(*args, cwd=None):
-    return subprocess.run(['tfs', *args], capture_output=True, text=True, cwd=cwd)
-
-def test_cli_errors(tmp_path):
-    r = tfs('classify', '--encoder', str(tmp_path/'missing.pt'), '--quick')
-    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and 'no such file' in r.stderr
+def test_cli_errors(tmp_path, capsys):
+    "Refusals of `tfs classify --encoder` and `tfs pretrain`, one line each (in-process: `faultkit.tfs`; real processes: test_faults)"
+    from faultkit import tfs as run
+    def refused(*args, want='', code=None):
+        c, out, err = run(capsys, *args)
+        assert c != 0 and (code is None or c == code) and len(err.strip().splitlines()) == 1 and want in err, (args, c, err)
+    refused('classify', '--encoder', tmp_path/'missing.pt', '--quick', want='no such file')
     (tmp_path/'junk.pt').write_bytes(b'not a checkpoint')
-    r = tfs('classify', '--encoder', str(tmp_path/'junk.pt'), '--quick')
-    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and 'not an encoder' in r.stderr
+    refused('classify', '--encoder', tmp_path/'junk.pt', '--quick', want='not an encoder')
     torch.save({'format': 'transformers_scratch.lm/1'}, tmp_path/'lm.pt')
-    r = tfs('classify', '--encoder', str(tmp_path/'lm.pt'), '--quick')
-    assert r.returncode != 0 and 'not an encoder' in r.stderr
-    r = tfs('pretrain', '--quick')
-    assert r.returncode != 0 and '--out' in r.stderr
+    refused('classify', '--encoder', tmp_path/'lm.pt', '--quick', want='not an encoder')
+    refused('pretrain', '--quick', want='--out')
     for flag in (['--pos', 'sinusoidal'], ['--emb', '32'], ['--data', 'ag_news']):   # the sizes are the encoder's: refused, not ignored
-        r = tfs('classify', '--encoder', str(tmp_path/'junk.pt'), '--quick', *flag)
-        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'sizes come from the encoder' in r.stderr, (flag, r.stderr)
+        refused('classify', '--encoder', tmp_path/'junk.pt', '--quick', *flag, want='sizes come from the encoder', code=2)
 
 def test_load_encoder_file_incompatible(tmp_path):
     small = ModelConfig(emb=16, heads=2, depth=1, seq_len=8, n_tokens=20, pad_idx=1, tied=True)
