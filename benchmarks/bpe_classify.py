@@ -21,7 +21,7 @@ import argparse, json, os, platform, statistics, sys, time
 import numpy as np, pandas as pd, torch
 from fastai.torch_core import set_seed
 from transformers_scratch.bpe import BPETokenizer, bytes_to_unicode
-from transformers_scratch.classify import CLASSIFY_QUICK, classifier_learner, _sample
+from transformers_scratch.classify import CLASSIFY_QUICK, classifier_learner, sample_rows
 from transformers_scratch.data import imdb_df
 from transformers_scratch.runtime import default_device
 from transformers_scratch.textdata import text_dls, text_block
@@ -63,7 +63,7 @@ def main(argv=None):
     recipe = CLASSIFY_QUICK
     m, t = recipe.model, recipe.train
     start = time.perf_counter()
-    df = _sample(imdb_df(), t.max_train, t.max_valid, seed=0)          # `tfs classify --data imdb --quick`'s sample
+    df = sample_rows(imdb_df(), t.max_train, t.max_valid, seed=0)          # `tfs classify --data imdb --quick`'s sample
     train_text = '\n'.join(df.text[~df.is_valid])
     rows = {}
     t0 = time.perf_counter()

@@ -31,7 +31,8 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else 'on'
     if mode not in MODES: sys.exit(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if mode in ('scale', 'n01'): patch(mode)
-    from transformers_scratch.translate import run_translate, TRANSLATE_QUICK
+    from transformers_scratch.translate import TRANSLATE_QUICK
+    from transformers_scratch.runs import run_translate
     t0 = time.time()
     res = run_translate(recipe=TRANSLATE_QUICK.replace(beam=1, emb_scale=MODES[mode]), quick=True)
     print(json.dumps({'mode': mode, 'seconds': round(time.time() - t0), 'load_avg_1min': round(os.getloadavg()[0], 2),

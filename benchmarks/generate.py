@@ -321,7 +321,8 @@ def bench_layout(model, a, dev):
     return {'matrices': len(ws), 'ms_per_token': ms, 'speedup': round(ms['out_in'] / ms['in_out'], 2)}
 
 def bench_valid(a, dev):
-    from transformers_scratch.lm import run_generate, LM_QUICK, LM_FULL
+    from transformers_scratch.lm import LM_QUICK, LM_FULL
+    from transformers_scratch.runs import run_generate
     recipe = (LM_FULL if a.full else LM_QUICK)['char'].replace(n_batches=a.n_batches)   # the lesson's recipe; --n-batches: a smoke test
     res = run_generate('tinyshakespeare', 'char', n=200, recipe=recipe, quick=not a.full)
     print(f"valid {'full' if a.full else 'quick'}: {json.dumps(res)}")

@@ -12,7 +12,8 @@ Offline, set TFS_DATA to the data folder first.
 """
 import argparse, json, statistics, tempfile, time
 from pathlib import Path
-from transformers_scratch.pretrain import run_pretrain, run_finetune, PRETRAIN_QUICK, PRETRAIN_FULL, FINETUNE_QUICK, FINETUNE_FULL
+from transformers_scratch.pretrain import PRETRAIN_QUICK, PRETRAIN_FULL, FINETUNE_QUICK, FINETUNE_FULL
+from transformers_scratch.runs import run_pretrain, run_finetune
 from imdb import hardware          # benchmarks/imdb.py: the machine in words
 
 def spread(xs): return statistics.stdev(xs) if len(xs) > 1 else 0.

@@ -12,7 +12,8 @@ average: the 2-core CI machine is often shared, so report the load with the timi
 import argparse, json, os, platform, tempfile
 from pathlib import Path
 import torch
-from transformers_scratch.translate import run_translate, load_translator, multi30k, evaluate_bleu, TRANSLATE_QUICK, TRANSLATE_FULL
+from transformers_scratch.translate import load_translator, multi30k, evaluate_bleu, TRANSLATE_QUICK, TRANSLATE_FULL
+from transformers_scratch.runs import run_translate
 from transformers_scratch.config import ConfigError
 
 def machine():

@@ -4,7 +4,8 @@ from dataclasses import asdict
 import pytest, torch
 from transformers_scratch.textdata import text_dls, synth_text_df
 from transformers_scratch.classify import (classifier_learner, padding_invariance_gap, load_classifier, save_classifier,
-                                           predict_text, run_classify, CLASSIFY_QUICK, CLASSIFY_FULL)
+                                           predict_text, CLASSIFY_QUICK, CLASSIFY_FULL)
+from transformers_scratch.runs import run_classify
 from transformers_scratch.config import ModelConfig, TrainConfig, Recipe
 from transformers_scratch.models import ClassificationTransformer
 from transformers_scratch.data import imdb_sample_df, DataNotFoundError

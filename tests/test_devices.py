@@ -14,7 +14,8 @@ from fastai.torch_core import set_seed
 from transformers_scratch.runtime import model_device, evaluating
 from transformers_scratch.config import ModelConfig, TrainConfig
 from transformers_scratch.textdata import text_dls, synth_text_df
-from transformers_scratch.classify import classifier_learner, padding_invariance_gap, show_text_results, run_classify, CLASSIFY_QUICK
+from transformers_scratch.classify import classifier_learner, padding_invariance_gap, show_text_results, CLASSIFY_QUICK
+from transformers_scratch.runs import run_classify
 from transformers_scratch.models import ClassificationTransformer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

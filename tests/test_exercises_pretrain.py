@@ -204,7 +204,7 @@ class my_MaskedLMDataLoader(DataLoader):
 '''
 
 def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
-    "The learner's edition with the exercise answered: once the check passes, `mlm_dls`, the learner and `run_pretrain` use it"
+    "The learner's edition with the exercise answered: once the check passes, the lesson's `mlm_dls` uses it"
     from learner_run import run_answered
     seen = run_answered(tmp_path, '41_pretrain.ipynb', {'my_MaskedLMDataLoader': ANSWER})
     for k in ('loaders', 'batches'): assert seen['end'][k] > seen['after check'][k], seen

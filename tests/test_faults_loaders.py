@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np, pandas as pd, pytest, torch
 from dataclasses import asdict
 from transformers_scratch.checkpoints import save_checkpoint
-from transformers_scratch import gpt2 as G, gpt2_classify as GC
+from transformers_scratch import gpt2 as G, gpt2_classify as GC, runs as R
 from transformers_scratch.gpt2 import tiny_gpt2, load_gpt2, gpt2_tokenizer
 from transformers_scratch.hub import PretrainedError, bpe_codec
 from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
-                                                run_gpt2_classify, gpt2_dls)
+                                                gpt2_dls)
+from transformers_scratch.runs import run_gpt2_classify
 from transformers_scratch.textdata import numericalize_df, synth_text_df, text_dls
 from transformers_scratch.classify import load_classifier
 from transformers_scratch.data import validate_texts
@@ -202,7 +203,7 @@ def test_gpt2_tokenizer_larger_than_the_model(d, tmp_path):
     from safetensors.torch import load_file
     sd = load_file(str(d/'gpt2'/'model.safetensors'))
     f = folder_with(d, tmp_path, config=config(d, vocab_size=100), weights={k: v[:100] if 'wte' in k else v for k, v in sd.items()})
-    raises(lambda: G.run_gpt2_generate(f, 'the cat', 2), rf"^tokenizer: the tokenizer of '{re.escape(str(f))}' has \d+ tokens and its model 100", PretrainedError)
+    raises(lambda: R.run_gpt2_generate(f, 'the cat', 2), rf"^tokenizer: the tokenizer of '{re.escape(str(f))}' has \d+ tokens and its model 100", PretrainedError)
 
 def test_tiktoken_stays_offline(d, tmp_path, monkeypatch, capsys):
     """A saved classifier whose tokenizer is tiktoken's 'gpt2', without tiktoken's files: under TFS_OFFLINE one line
@@ -223,9 +224,9 @@ def test_tiktoken_stays_offline(d, tmp_path, monkeypatch, capsys):
 
 def test_generate_model_compile_reaches_the_decoder(d, capsys, monkeypatch):
     "`tfs generate --model F --compile` hands `compile=True` to the decoding (the compiled step itself: test_generate, test_llama)"
-    import transformers_scratch.lm as lm
-    seen, real = [], lm.generate_text
-    monkeypatch.setattr(lm, 'generate_text', lambda *a, **kw: seen.append(kw.get('compile')) or real(*a, **{**kw, 'compile': False}))
+    import transformers_scratch.generate as gen                              # where `run_generate` takes it from when it runs
+    seen, real = [], gen.generate_text
+    monkeypatch.setattr(gen, 'generate_text', lambda *a, **kw: seen.append(kw.get('compile')) or real(*a, **{**kw, 'compile': False}))
     for flags in ([], ['--compile']):
         code, out, err = tfs(capsys, 'generate', '--model', d/'lm.pt', '--n', '2', *flags)
         assert code == 0, err
@@ -261,7 +262,7 @@ def test_precision_the_cpu_cannot_do(d, capsys, tmp_path, monkeypatch, precision
         assert out == '' and time.perf_counter() - t < 10 and left(tmp_path) == []
     code, out, err = tfs(capsys, 'classify', '--encoder', d/'enc.pt', '--quick', '--precision', precision, '--out', tmp_path/'m.pt')
     one_line(code, err, rf'precision.*{precision}')
-    raises(lambda: P.run_finetune(d/'enc.pt', precision=precision, out=tmp_path/'m.pt'), want)
+    raises(lambda: R.run_finetune(d/'enc.pt', precision=precision, out=tmp_path/'m.pt'), want)
     raises(lambda: run_gpt2_classify(d/'gpt2', 'imdb_sample', precision=precision), want)
     assert out == '' and left(tmp_path) == []
 
@@ -372,13 +373,13 @@ def test_quick_gpt2_folder_removed_on_every_exit(tmp_path, monkeypatch):
     "`classify --gpt2 --quick` makes its tiny GPT-2 in a temporary folder: gone after a run, an error and Ctrl-C"
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     made = []
-    real = GC.tiny_gpt2
-    monkeypatch.setattr(GC, 'tiny_gpt2', lambda folder, *a, **k: made.append(Path(folder)) or real(folder, *a, **k))
+    real = G.tiny_gpt2                                                       # `run_gpt2_classify` takes it from gpt2 when it runs
+    monkeypatch.setattr(G, 'tiny_gpt2', lambda folder, *a, **k: made.append(Path(folder)) or real(folder, *a, **k))
     res = run_gpt2_classify(recipe=GC.GPT2_CLASSIFY_QUICK.replace(epochs=1, seq_len=16), quick=True)
     assert res['quick'] and made and made[-1].parent.parent == tmp_path and not made[-1].exists() and left(tmp_path) == []
     for exc in (ValueError('boom'), KeyboardInterrupt()):
         def fail(*a, **k): raise exc
-        monkeypatch.setattr(GC, 'load_gpt2', fail)
+        monkeypatch.setattr(G, 'load_gpt2', fail)
         with pytest.raises(type(exc)): run_gpt2_classify(recipe=GC.GPT2_CLASSIFY_QUICK.replace(epochs=1), quick=True)
         assert made[-1].is_dir() is False and left(tmp_path) == [], left(tmp_path)
 

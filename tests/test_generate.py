@@ -6,7 +6,8 @@ from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.generate import generate, generate_text, next_token, Sampling, validate_new_tokens, MIN_TEMPERATURE, MAX_NEW_TOKENS
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.lmdata import CharVocab, lm_dls
-from transformers_scratch.lm import save_lm, load_lm, lm_learner, run_generate, LM_QUICK, LM_FULL
+from transformers_scratch.lm import save_lm, load_lm, lm_learner, LM_QUICK, LM_FULL
+from transformers_scratch.runs import run_generate
 from transformers_scratch.cli import main
 
 def model(seq_len=12, n_tokens=23, **kw):

@@ -189,8 +189,10 @@ def test_cli_classify_gpt2_quick():
 
 # --- the fine-tuned classifier: `--out`, weights plus plain data, loaded back with weights_only=True ----------------
 from transformers_scratch.gpt2_classify import (GPT2Classifier, GPT2TextClassifier, save_gpt2_classifier, load_gpt2_classifier,
-                                                is_gpt2_classifier, predict_gpt2_text, run_gpt2_classify)
+                                                is_gpt2_classifier, predict_gpt2_text)
+from transformers_scratch.runs import run_gpt2_classify
 import transformers_scratch.gpt2_classify as gpt2_classify
+import transformers_scratch.gpt2 as gpt2   # where `run_gpt2_classify` takes its loaders from when it runs
 FORMAT = 'transformers_scratch.gpt2_classify/2'
 
 TEXTS = ["the cat sat on the mat", "a dog, and a log!", "the mat sat on the cat " * 5, "zebra quartz jumps", "é ü — 😀"]
@@ -261,7 +263,7 @@ def test_load_gpt2_classifier_errors(tmp_path):
 def test_run_gpt2_classify_bad_out_fails_before_work(tmp_path, monkeypatch):
     (tmp_path/'file').write_text('x')
     def no_work(*a, **k): raise AssertionError("trained before checking --out")
-    monkeypatch.setattr(gpt2_classify, 'tiny_gpt2', no_work); monkeypatch.setattr(gpt2_classify, 'load_gpt2', no_work)
+    monkeypatch.setattr(gpt2, 'tiny_gpt2', no_work); monkeypatch.setattr(gpt2, 'load_gpt2', no_work)
     for out, pat in ((tmp_path/'file'/'m.pt', "is a file, not a folder"), (tmp_path, 'is a folder'), ('', 'empty')):
         with pytest.raises(ValueError, match=pat): run_gpt2_classify(str(tmp_path/'m'), 'imdb_sample', quick=True, out=out)
 

@@ -9,7 +9,8 @@ from transformers_scratch.models import attention_maps
 from transformers_scratch.seq2seq import Seq2SeqTransformer, DecoderBlock, translate, translate_batch, greedy_decode
 from transformers_scratch.translate import (tokenize, detokenize, Vocab, corpus_bleu, multi30k, load_translator,
                                             save_translator, translate_sentences, Translator, SPECIALS, TRANSLATE_QUICK, TRANSLATE_FULL,
-                                            translation_dls, translation_learner, run_translate)
+                                            translation_dls, translation_learner)
+from transformers_scratch.runs import run_translate
 from transformers_scratch.cli import main
 
 def config(emb=32, heads=4, depth=2, seq_len=24, src_tokens=40, n_tokens=30, **kw):

@@ -6,10 +6,10 @@
 __all__ = ['GPT2_SPLIT', 'BYTE_LEVEL', 'MAX_BPE_VOCAB', 'pair_counts', 'merge_pair', 'pretokenize', 'train_bpe', 'bpe_encode',
            'vocab_of', 'bpe_decode', 'encode_special', 'train_bpe_fast', 'bytes_to_unicode', 'TokenizerFileError',
            'BPETokenizer', 'tokenizer_json', 'read_tokenizer_json', 'save_tokenizer', 'load_tokenizer',
-           'validate_vocab_size', 'read_training_text', 'run_bpe']
+           'validate_vocab_size', 'read_training_text']
 
 # %% ../nbs/19_bpe.ipynb #fce65e04
-import json, time, regex
+import json, regex
 from collections import Counter
 from pathlib import Path
 
@@ -289,21 +289,3 @@ def read_training_text(path):   # a UTF-8 text file
     except UnicodeDecodeError as e: raise ValueError(f"{p}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
     if not text.strip(): raise ValueError(f"{p}: the file is empty{' (only whitespace)' if text else ''}: there is nothing to learn merges from")
     return text
-
-def run_bpe(text,                       # the training text
-            vocab_size,                 # ids in all: 256 bytes, the merges, the special tokens
-            out,                        # the folder for tokenizer.json
-            special=('<|endoftext|>',),
-            source=None,                # what `text` is, for the report
-           ):
-    "Train a `BPETokenizer` on `text` and write `out/tokenizer.json`; returns what it measured"
-    validate_vocab_size(vocab_size, special)
-    t0 = time.perf_counter()
-    tok = BPETokenizer.train(text, vocab_size, special)
-    seconds = time.perf_counter() - t0
-    path = save_tokenizer(tok, out)
-    sample = text[:1_000_000]
-    res = {'tokenizer': str(path), 'source': source, 'vocab_size': len(tok), 'merges': len(tok.pairs), 'train_chars': len(text),
-           'bytes_per_token': round(len(sample.encode('utf-8')) / max(1, len(tok.encode_ordinary(sample))), 4), 'train_seconds': round(seconds, 3)}
-    if len(tok) < vocab_size: res['note'] = f"the text has no pair left after {len(tok.pairs)} merges: {len(tok)} ids, not {vocab_size}"
-    return res

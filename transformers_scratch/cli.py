@@ -208,7 +208,8 @@ def _handout(a):
 
 def _bpe(a):
     "`tfs bpe`: train lesson 19's tokenizer on a dataset or a text file, write tokenizer.json; a bad file or size is one line"
-    from transformers_scratch.bpe import run_bpe, read_training_text, validate_vocab_size
+    from transformers_scratch.bpe import read_training_text, validate_vocab_size
+    from transformers_scratch.runs import run_bpe
     from transformers_scratch.checkpoints import validate_folder
     err = lambda m: CLIError(f"tfs bpe: error: {m}")
     try: validate_vocab_size(a.vocab_size)
@@ -232,7 +233,8 @@ def _bpe(a):
     return run_bpe(text, a.vocab_size, out, source=a.data)
 
 def _pretrain(a):
-    from transformers_scratch.pretrain import run_pretrain, PRETRAIN_QUICK, PRETRAIN_FULL
+    from transformers_scratch.pretrain import PRETRAIN_QUICK, PRETRAIN_FULL
+    from transformers_scratch.runs import run_pretrain
     recipe = _classify_recipe(a, PRETRAIN_QUICK if a.quick else PRETRAIN_FULL, epochs=a.epochs)   # made once, here
     return run_pretrain(data=a.data, score_on=a.score_on, recipe=recipe, quick=a.quick, out=a.out, seed=a.seed)
 
@@ -252,12 +254,14 @@ def _classify_gpt2(a):
     if a.quick and not (os.path.isdir(a.gpt2) or a.gpt2 in GPT2_NAMES):   # --quick trains a tiny random model: the source is never read
         raise CLIError(f"tfs classify: error: --gpt2 {a.gpt2!r}: no such folder (--quick fine-tunes a tiny random GPT-2 shape and "
                        f"reads no model: give an existing folder or one of {', '.join(GPT2_NAMES)}, or drop --quick)")
-    from transformers_scratch.gpt2_classify import run_gpt2_classify, GPT2_CLASSIFY_QUICK, GPT2_CLASSIFY_FULL
+    from transformers_scratch.gpt2_classify import GPT2_CLASSIFY_QUICK, GPT2_CLASSIFY_FULL
+    from transformers_scratch.runs import run_gpt2_classify
     recipe = _classify_recipe(a, GPT2_CLASSIFY_QUICK if a.quick else GPT2_CLASSIFY_FULL, epochs=a.epochs, seq_len=a.seq_len)
     return _sized(a, run_gpt2_classify, a.gpt2, data=a.data, recipe=recipe, quick=a.quick, precision=a.precision, out=a.out)
 
 def _classify_encoder(a):
-    from transformers_scratch.pretrain import run_finetune, FINETUNE_QUICK, FINETUNE_FULL
+    from transformers_scratch.pretrain import FINETUNE_QUICK, FINETUNE_FULL
+    from transformers_scratch.runs import run_finetune
     if a.data == 'ag_news' or a.pos != 'learned' or any(getattr(a, k) is not None for k in ('emb', 'heads', 'depth', 'seq_len')):
         raise CLIError("tfs classify: error: with --encoder the sizes come from the encoder (no --emb, --heads, --depth, --seq-len "
                        "or --pos) and --data must be imdb_sample or imdb")
@@ -267,7 +271,8 @@ def _classify_encoder(a):
 def _classify(a):
     if a.gpt2: return _classify_gpt2(a)
     if a.encoder: return _classify_encoder(a)
-    from transformers_scratch.classify import run_classify, CLASSIFY_QUICK, CLASSIFY_FULL
+    from transformers_scratch.classify import CLASSIFY_QUICK, CLASSIFY_FULL
+    from transformers_scratch.runs import run_classify
     recipe = _classify_recipe(a, CLASSIFY_QUICK if a.quick else CLASSIFY_FULL[a.data], emb=a.emb, heads=a.heads, depth=a.depth,
                               seq_len=a.seq_len, epochs=a.epochs, pos=a.pos)
     return _sized(a, run_classify, data=a.data, recipe=recipe, quick=a.quick, out=a.out, precision=a.precision)
@@ -284,7 +289,7 @@ def _generate_pretrained(a):
     given = [f for f in ('data', 'level', 'model', 'out') if getattr(a, f) is not None] + (['quick'] if a.quick else [])
     if given: raise CLIError(f"tfs generate: error: --pretrained runs a pretrained model: drop --{', --'.join(given)}")
     from transformers_scratch.hub import PretrainedError
-    from transformers_scratch.llama import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
+    from transformers_scratch.runs import run_pretrained_generate   # GPT-2 or a Llama-family model, as config.json says
     try: return run_pretrained_generate(a.pretrained, prompt=a.prompt, n=a.n, sampling=a.sampling, seed=a.seed, compile=a.compile)
     except PretrainedError as e: raise CLIError(f"tfs generate: error: --pretrained: {_one_line(e).removeprefix('source: ')}") from None
 
@@ -292,7 +297,7 @@ def _generate(a):
     if a.pretrained: return _generate_pretrained(a)
     if a.model is not None and a.input is not None: return _generate_instruct(a)   # --input: an instruction-tuned model, or an error saying so
     if a.model is not None and _written_by(a.model) == 'instruct': return _generate_instruct(a)   # its format tag says which kind
-    from transformers_scratch.lm import run_generate
+    from transformers_scratch.runs import run_generate
     return run_generate(data=a.data, level=a.level, prompt=a.prompt, n=a.n, sampling=a.sampling,
                         quick=a.quick, model=a.model, out=a.out, seed=a.seed, compile=a.compile)
 
@@ -326,7 +331,8 @@ def _translate_validate(a):
                                        f"so training would run zero steps; give at least {bs}")
 
 def _translate_run(a):
-    from transformers_scratch.translate import run_translate, load_translator, TRANSLATE_QUICK, TRANSLATE_FULL
+    from transformers_scratch.translate import load_translator, TRANSLATE_QUICK, TRANSLATE_FULL
+    from transformers_scratch.runs import run_translate
     if a.model is None:
         recipe = _classify_recipe(a, TRANSLATE_QUICK if a.quick else TRANSLATE_FULL, epochs=a.epochs, beam=a.beam,
                                   max_train=a.max_train)   # made once, here

@@ -4,11 +4,10 @@
 
 # %% auto #0
 __all__ = ['GPT2_NAMES', 'GPT2_SIZES', 'GPT2_KEYS', 'gpt2_config', 'config_from_gpt2', 'split_qkv', 'block_state', 'gpt2_names',
-           'convert_gpt2', 'load_gpt2', 'gpt2_tokenizer', 'save_gpt2', 'tiny_gpt2', 'gpt2_pair', 'generate_pretrained',
-           'run_gpt2_generate']
+           'convert_gpt2', 'load_gpt2', 'gpt2_tokenizer', 'save_gpt2', 'tiny_gpt2', 'gpt2_pair']
 
 # %% ../nbs/24_gpt2.ipynb #f21b4972
-import os, json, time, tempfile
+import os, json, tempfile
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -17,9 +16,6 @@ from .config import config_from_dict, model_bytes
 from .hub import (PretrainedError, listed, pretrained_files, read_config_json, read_weights, read_tokenizer,
                                       tiktoken_gpt2, validate_tokenizer)
 from .models import GenerationTransformer
-from .generate import generate, sampling_of, validate_new_tokens
-from .training import start_run
-from .runtime import note_truncation   # the note of every `tfs` command
 
 # %% ../nbs/24_gpt2.ipynb #2a39773a
 GPT2_NAMES = ('gpt2', 'gpt2-medium', 'gpt2-large', 'gpt2-xl')        # OpenAI's four sizes on the Hugging Face hub
@@ -191,34 +187,3 @@ def gpt2_pair(source,          # a hub name or a folder (see `load_gpt2`)
     "(model, tokenizer) of GPT-2 `source`: `load_gpt2`, then `gpt2_tokenizer` with its ids checked against the model's vocabulary"
     model = load_gpt2(source, device)
     return model, validate_tokenizer(gpt2_tokenizer(source), model.config.n_tokens, source)
-
-def generate_pretrained(load,            # (source, device, prompt, n) -> (model, tokenizer): `gpt2_pair`, or lesson 28's `pretrained_pair`
-                        source,          # a hub name or a folder
-                        prompt=None,     # the text to continue
-                        n=None,          # new tokens (default 50)
-                        sampling=None,   # a `Sampling` (lesson 20), checked when it was made (default: temperature 1)
-                        seed=0,
-                        compile=False):  # decode with the compiled step (lesson 20's `compiled_step`), compiled before the timing
-    "Load a pretrained model and its tokenizer with `load`, print a continuation of `prompt`, return what was measured"
-    n = 50 if n is None else n
-    sampling = sampling_of(sampling); validate_new_tokens(n)
-    prompt = "The meaning of life is" if prompt is None else prompt
-    if not prompt: raise ValueError("prompt: the prompt is empty")
-    run = start_run(False, seed=seed, loaded=True)                          # a pretrained model: nothing trains
-    model, tok = load(source, run.device, prompt, n)
-    c = model.config
-    ids = torch.tensor(tok.encode(prompt), dtype=torch.long, device=run.device)
-    if not len(ids): raise ValueError("prompt: the prompt gives no tokens")
-    if len(ids) > c.seq_len: note_truncation(len(ids), c.seq_len)         # the note of every `tfs` command (lesson 21)
-    t0 = time.time()
-    if compile: generate(model, ids[-c.seq_len:], n, sampling, seed=seed, compile=True)   # compiles: the timing below decodes only
-    t1 = time.time()
-    out = generate(model, ids[-c.seq_len:], n, sampling, seed=seed, compile=compile)
-    t2 = time.time()
-    print(tok.decode(out.tolist()))
-    res = {'model': str(source), 'prompt_tokens': len(ids), 'new_tokens': n, 'tokens_per_s': round(n / max(t2 - t1, 1e-9), 1)}
-    return run.report({**res, 'compile_s': round(t1 - t0, 1)} if compile else res)
-
-def run_gpt2_generate(source, prompt=None, n=None, sampling=None, seed=0, compile=False):
-    "Load GPT-2 from `source`, print a continuation of `prompt`, return what was measured (`generate_pretrained` with `gpt2_pair`)"
-    return generate_pretrained(gpt2_pair, source, prompt, n, sampling, seed, compile)

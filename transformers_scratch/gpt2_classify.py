@@ -4,25 +4,21 @@
 
 # %% auto #0
 __all__ = ['GPT2_CLASSIFY_QUICK', 'GPT2_CLASSIFY_FULL', 'GPT2Classifier', 'GPT2TextClassifier', 'save_gpt2_classifier',
-           'load_gpt2_classifier', 'is_gpt2_classifier', 'predict_gpt2_text', 'gpt2_dls', 'run_gpt2_classify']
+           'load_gpt2_classifier', 'is_gpt2_classifier', 'predict_gpt2_text', 'gpt2_dls']
 
 # %% ../nbs/25_gpt2_classify.ipynb #95485bee
-import sys, tempfile, warnings
-from contextlib import ExitStack
+import warnings
 from dataclasses import asdict, replace
 from pathlib import Path
 import torch, torch.nn as nn
 from fastai.data.load import DataLoader
 from fastai.data.core import DataLoaders
-from fastai.learner import Learner
-from fastai.metrics import accuracy
 from .checkpoints import save_checkpoint, load_model, validate_archive
 from .config import TrainConfig, Recipe
-from .runtime import model_device, evaluating, set_precision, note_at_training
+from .runtime import model_device, evaluating
 from .models import GenerationTransformer, init_weights
-from .training import start_run
-from .data import validate_texts, imdb_df, imdb_sample_df
-from .gpt2 import load_gpt2, tiny_gpt2, gpt2_tokenizer, gpt2_config, config_from_gpt2
+from .data import validate_texts
+from .gpt2 import gpt2_config, config_from_gpt2
 from .hub import PretrainedError, bpe_codec, validate_tokenizer
 
 # %% ../nbs/25_gpt2_classify.ipynb #a2c76950
@@ -146,44 +142,3 @@ GPT2_CLASSIFY_QUICK = Recipe(replace(config_from_gpt2(gpt2_config('gpt2')), emb=
                              TrainConfig(bs=32, epochs=5, lr=3e-3))          # a tiny random GPT-2 shape, its own BPE of 2,000 tokens
 GPT2_CLASSIFY_FULL = Recipe(replace(config_from_gpt2(gpt2_config('gpt2')), seq_len=512),
                             TrainConfig(bs=16, epochs=2, lr=3e-5))           # GPT-2 small read 512 tokens at a time, on a GPU (unmeasured)
-
-def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to fine-tune (not read by the quick path)
-                      data='imdb',         # 'imdb_sample' or 'imdb'
-                      recipe=None,         # a `Recipe`; None: `GPT2_CLASSIFY_QUICK` with `quick`, else `GPT2_CLASSIFY_FULL`
-                      quick=False,         # a tiny random GPT-2-shaped model (`recipe.model`'s sizes) on IMDB_SAMPLE: the code path, on a CPU
-                      out=None,            # where to save the fine-tuned classifier (`save_gpt2_classifier`); None: not saved
-                      pool='last', precision='auto', seed=0,
-                     ):
-    "Fine-tune a GPT-2 classifier with a fastai `Learner` as `recipe` says, save it to `out` if given; returns the measured results"
-    if data not in ('imdb_sample', 'imdb'): raise ValueError(f"data: expected 'imdb_sample' or 'imdb', got {data!r}")
-    if recipe is None: recipe = GPT2_CLASSIFY_QUICK if quick else GPT2_CLASSIFY_FULL
-    if not isinstance(recipe, Recipe): raise TypeError(f"recipe: expected a Recipe (GPT2_CLASSIFY_QUICK...), got {type(recipe).__name__}")
-    m, t = recipe.model, recipe.train
-    run = start_run(quick, out, seed, precision=precision)             # `out` and the precision checked before the work
-    dev, out = run.device, run.out and run.out.absolute()
-    with ExitStack() as stack:                                         # the quick model's folder goes on any exit, Ctrl-C too
-        if quick:
-            data, df = 'imdb_sample', imdb_sample_df()
-            note_at_training("quick: fine-tuning a tiny randomly initialised GPT-2-shaped model on IMDB_SAMPLE: it tests the code "
-                             "path, its accuracy says nothing about GPT-2")   # said when training starts: a refusal before stays one line
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='tfs-tiny-gpt2-')))
-            source = tiny_gpt2(tmp/'tiny-gpt2', df.text[~df.is_valid].tolist(), m.emb, m.heads, m.depth, m.seq_len, seed=seed)
-        else: df = imdb_df() if data == 'imdb' else imdb_sample_df()
-        what = 'tiny random GPT-2 shape (quick)' if quick else str(source)
-        lm = load_gpt2(source, dev)
-        tok, n_pos = validate_tokenizer(gpt2_tokenizer(source), lm.config.n_tokens, source), lm.config.seq_len
-        seq_len = min(m.seq_len, n_pos)
-        dls = gpt2_dls(df, tok, seq_len, t.bs, dev)
-        if seq_len < m.seq_len: print(f"tfs: note: seq_len {m.seq_len} is more than the model's {n_pos} positions: texts are cut to "
-                                      f"their last {n_pos} tokens", file=sys.stderr)   # after what can refuse the data
-        learn = Learner(dls, GPT2Classifier(lm, dls.c, tok.eos_id, pool).to(dev).train(), loss_func=nn.CrossEntropyLoss(), metrics=accuracy,
-                        lr=t.lr, wd=t.wd)
-        set_precision(learn, precision)
-        with learn.no_bar(): learn.fit_one_cycle(t.epochs)            # the recipe's lr and wd, the learner's
-        _, valid_loss, acc = learn.recorder.values[-1]
-        if out is not None:
-            save_gpt2_classifier(GPT2TextClassifier(learn.model, tok, dls.labels, seq_len), out, data=data, source=what)
-    return run.report({'dataset': data, 'accuracy': round(float(acc), 4), 'valid_loss': round(float(valid_loss), 4), 'epochs': t.epochs,
-                       'precision': learn.precision, 'pool': pool, 'model': None if out is None else str(out), 'source': what,
-                       'quick': bool(quick), 'seq_len': seq_len, 'train_rows': int((~df.is_valid.astype(bool)).sum()),
-                       'valid_rows': int(df.is_valid.astype(bool).sum())})

@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['LLAMA_NAMES', 'LLAMA_KEYS', 'LLAMA_TYPES', 'LLAMA_BLOCK', 'PRETRAINED_NAMES', 'config_from_llama', 'llama_name',
-           'convert_llama', 'load_pretrained', 'llama_tokenizer', 'pretrained_type', 'pretrained_pair',
-           'run_pretrained_generate', 'llama_tour']
+           'convert_llama', 'load_pretrained', 'llama_tokenizer', 'pretrained_type', 'pretrained_pair', 'llama_tour']
 
 # %% ../nbs/28_llama.ipynb #64b13aa2
 import os
@@ -16,7 +15,7 @@ from .config import config_from_dict, model_bytes
 from .models import GenerationTransformer
 from .hub import (PretrainedError, BPECodec, TOKENIZER_FILES, hub_file, hub_name, listed, pretrained_files,
                                       read_config_json, read_tokenizer, read_weights, validate_tokenizer)
-from .gpt2 import GPT2_NAMES, gpt2_pair, generate_pretrained
+from .gpt2 import GPT2_NAMES, gpt2_pair
 from .generate import KVCache, generate
 from .runtime import default_device
 
@@ -142,10 +141,6 @@ def pretrained_pair(source,        # a hub name or a folder: GPT-2 or a Llama-fa
     seq_len = full if prompt is None or n is None else min(full, len(tok.encode(prompt)) + n)
     model = load_pretrained(source, device, seq_len=max(seq_len, 1))
     return model, validate_tokenizer(tok, model.config.n_tokens, source)
-
-def run_pretrained_generate(source, prompt=None, n=None, sampling=None, seed=0, compile=False):
-    "Load GPT-2 or a Llama-family model from `source`, print a continuation of `prompt`, return what was measured (`tfs generate --pretrained`)"
-    return generate_pretrained(pretrained_pair, source, prompt, n, sampling, seed, compile)
 
 # %% ../nbs/28_llama.ipynb #7de19bc9
 def _kv_bytes(kv):
