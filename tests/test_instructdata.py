@@ -33,6 +33,15 @@ def test_uneven_totals_and_one_task():
     assert instruction_data(n_train=5, n_valid=3, tasks='count') == instruction_data(n_train=5, n_valid=3, tasks=['count'])
     assert instruction_data(n_train=0, n_valid=0, tasks='add') == ([], [])
 
+def test_shares_of_the_training_examples():
+    train, valid = instruction_data(n_train=100, n_valid=6, tasks={'spell': 3, 'add': 1, 'topic': 1})
+    assert Counter(e['task'] for e in train) == {'spell': 60, 'add': 20, 'topic': 20}
+    assert Counter(e['task'] for e in valid) == {'spell': 2, 'add': 2, 'topic': 2}                # validation stays even
+    assert Counter(e['task'] for e in instruction_data(n_train=10, n_valid=0, tasks={'spell': 2, 'add': 1})[0]) == {'spell': 7, 'add': 3}
+    assert instruction_data(n_train=9, n_valid=3, tasks={'add': 1, 'spell': 1, 'reverse': 1}) == instruction_data(n_train=9, n_valid=3, tasks=['add', 'spell', 'reverse'])
+    for n in range(0, 40):
+        assert len(instruction_data(n_train=n, n_valid=0, tasks={'spell': 0.3, 'count': 2, 'add': 1.7})[0]) == n
+
 def test_deterministic_per_seed_and_independent_of_the_other_tasks(data):
     train, valid = data
     assert instruction_data(seed=0, n_train=N_TRAIN, n_valid=N_VALID) == data
@@ -141,6 +150,11 @@ def test_truncate():
     (dict(tasks=['spel']), "tasks: unknown task 'spel'"),
     (dict(tasks=[]), 'tasks: expected some of'),
     (dict(tasks=['add', 'add']), 'tasks: each task once'),
+    (dict(tasks={'spell': 0}), "tasks: a share is a number > 0, got 0 for 'spell'"),
+    (dict(tasks={'spell': '2'}), "tasks: a share is a number > 0, got '2'"),
+    (dict(tasks={'spell': True}), 'tasks: a share is a number > 0'),
+    (dict(tasks={'spel': 1}), "tasks: unknown task 'spel'"),
+    (dict(tasks={}), 'tasks: expected some of'),
     (dict(n_train=-1), 'n_train: expected a whole number'),
     (dict(n_train=2.5), 'n_train: expected a whole number'),
     (dict(n_valid=True), 'n_valid: expected a whole number'),

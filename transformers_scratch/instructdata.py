@@ -186,25 +186,44 @@ def _count(name, n):
     if isinstance(n, bool) or not isinstance(n, int) or n < 0: raise ValueError(f"{name}: expected a whole number ≥ 0, got {n!r}")
     return n
 
-def _shares(n, k): return [n // k + (i < n % k) for i in range(k)]
+def _shares(n, weights):
+    "`n` shared in proportion to `weights`, whole numbers that add up to `n` (equal weights: as evenly as can be, the first ones one more)"
+    exact = [n * w / sum(weights) for w in weights]
+    out = [int(x) for x in exact]
+    for i in sorted(range(len(out)), key=lambda i: out[i] - exact[i])[:n - sum(out)]: out[i] += 1
+    return out
+
+def _tasks(tasks):
+    "{task: share} of `tasks`: None, one task's name, a list of tasks or a dict {task: share}"
+    if tasks is None: tasks = TASKS
+    if isinstance(tasks, str): tasks = (tasks,)
+    if isinstance(tasks, dict):
+        bad = [(t, w) for t, w in tasks.items() if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0]
+        if bad: raise ValueError(f"tasks: a share is a number > 0, got {bad[0][1]!r} for {bad[0][0]!r}")
+        shares = dict(tasks)
+    else:
+        tasks = tuple(tasks)
+        if len(set(tasks)) < len(tasks): raise ValueError(f"tasks: each task once, got {list(tasks)}")
+        shares = dict.fromkeys(tasks, 1)
+    bad = [t for t in shares if t not in TASKS]
+    if bad or not shares: raise ValueError(f"tasks: unknown task {bad[0]!r}; expected some of {', '.join(TASKS)}" if bad else f"tasks: expected some of {', '.join(TASKS)}, got none")
+    return shares
 
 def instruction_data(seed=0,         # the same seed gives the same examples
-                     n_train=7000,   # training examples, shared evenly by the tasks
+                     n_train=7000,   # training examples, shared by the tasks (evenly, or by the shares of `tasks`)
                      n_valid=700,    # validation (held-out) examples, shared evenly by the tasks
-                     tasks=None,     # some of `TASKS` (None: all seven), or one task's name
+                     tasks=None,     # some of `TASKS` (None: all seven), one task's name, or {task: share} of `n_train`
                      max_input=120,  # the longest `input` in characters (dataset tasks)
                     ):
     "(train, valid) lists of examples {'task', 'instruction', 'input', 'response'}: `n_train` and `n_valid` in all, valid's items never in train"
-    tasks = TASKS if tasks is None else (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    bad = [t for t in tasks if t not in TASKS]
-    if bad or not tasks: raise ValueError(f"tasks: unknown task {bad[0]!r}; expected some of {', '.join(TASKS)}" if bad else f"tasks: expected some of {', '.join(TASKS)}, got none")
-    if len(set(tasks)) < len(tasks): raise ValueError(f"tasks: each task once, got {list(tasks)}")
+    shares = _tasks(tasks)
+    tasks = tuple(shares)
     if isinstance(seed, bool) or not isinstance(seed, int): raise ValueError(f"seed: expected a whole number, got {seed!r}")
     n_train, n_valid = _count('n_train', n_train), _count('n_valid', n_valid)
     if isinstance(max_input, bool) or not isinstance(max_input, int) or max_input < 20:
         raise ValueError(f"max_input: expected a whole number of characters ≥ 20, got {max_input!r}")
     train, valid = [], []
-    for task, nt, nv in zip(tasks, _shares(n_train, len(tasks)), _shares(n_valid, len(tasks))):
+    for task, nt, nv in zip(tasks, _shares(n_train, list(shares.values())), _shares(n_valid, [1] * len(tasks))):
         items = {s: _generated_items(task, s) if task in GENERATED else dataset_pairs(task, s, max_input) for s in ('train', 'valid')}
         if nv > len(items['valid']):
             raise ValueError(f"n_valid: {nv:,} held-out examples of task {task!r} asked ({n_valid:,} shared by {len(tasks)} tasks), "
