@@ -6,13 +6,20 @@ own base (`run_instruct`), so the seeds vary the data's draw, the weights and th
     python benchmarks/instruct.py                               # INSTRUCT_QUICK, 3 seeds, every variant (CPU: tens of minutes)
     python benchmarks/instruct.py --seeds 1 --variants response # the lesson's run
     python benchmarks/instruct.py --full                        # INSTRUCT_FULL (a GPU)
+    python benchmarks/instruct.py --seeds 1 --variants response --tasks spell --steps 2000   # one task alone, longer
+    python benchmarks/instruct.py --seeds 1 --variants response --tasks spell --steps 2000 --pos learned
+
+`--tasks` takes lesson 51's task names, each with an optional share (`spell:2,add:1`; default: all seven, evenly);
+`--steps` sets the tuning steps, and the training examples grow with them so that each is still seen once;
+`--max-train` fixes their number instead (`--tasks reverse --steps 2000 --max-train 1000`: a fixed thousand, each seen 64 times).
 
 Prints one table per variant (mean and range over the seeds of exact match, the share of responses that stop at the
 end token, BLEU for translation), then, as its last line, a JSON object with every number, the machine and its load
 average (timings on a shared machine are upper bounds)."""
 import argparse, json, os, platform, statistics, time
 import torch
-from transformers_scratch.instruct import run_instruct, INSTRUCT_QUICK, INSTRUCT_FULL
+from transformers_scratch.instruct import INSTRUCT_QUICK, INSTRUCT_FULL
+from transformers_scratch.runs import run_instruct
 
 VARIANTS = {'response': dict(), 'all': dict(loss_on='all'), 'lora': dict(lora=(8, 16))}
 
@@ -34,17 +41,28 @@ def main():
     ap.add_argument('--seeds', type=int, default=3)
     ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument('--full', action='store_true', help='INSTRUCT_FULL instead of INSTRUCT_QUICK')
-    ap.add_argument('--steps', type=int, default=None, help="tuning steps (default: the recipe's)")
+    ap.add_argument('--steps', type=int, default=None, help="tuning steps (default: the recipe's); the examples grow with them")
+    ap.add_argument('--tasks', default=None, help="tasks to tune on, each with an optional share: 'spell', 'spell,reverse', 'spell:2,add:1' (default: all seven, evenly)")
+    ap.add_argument('--max-train', type=int, default=None, help="tuning examples in all (default: bs·steps, each seen once); fewer are seen again and again")
+    ap.add_argument('--pos', default=None, choices=['learned', 'sinusoidal', 'rope'], help="the model's positions (default: the recipe's)")
     a = ap.parse_args()
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     recipe = dict(INSTRUCT_FULL if a.full else INSTRUCT_QUICK)
-    if a.steps: recipe['tune'] = recipe['tune'].replace(n_batches=a.steps)
+    if a.steps:
+        t = recipe['tune'].train
+        recipe['tune'] = recipe['tune'].replace(n_batches=a.steps, max_train=max(t.max_train, t.bs * a.steps))
+    if a.max_train: recipe['tune'] = recipe['tune'].replace(max_train=a.max_train)
+    if a.pos: recipe = {k: r.replace(pos=a.pos) for k, r in recipe.items()}
+    tasks = None
+    if a.tasks:
+        try: tasks = {t: float(w) if w else 1 for t, _, w in (x.strip().partition(':') for x in a.tasks.split(','))}
+        except ValueError: ap.error(f"--tasks: expected task names with optional numeric shares such as spell:2,add:1, got {a.tasks!r}")
     res, dev = {}, None
     for v in a.variants:
         runs = []
         for s in range(a.seeds):
             c0 = time.process_time()
-            r = run_instruct(recipe, seed=s, base=(v == 'response'), verbose=False, **VARIANTS[v])
+            r = run_instruct(recipe, seed=s, base=(v == 'response'), tasks=tasks, verbose=False, **VARIANTS[v])
             r['cpu_s'] = time.process_time() - c0
             dev = r['device'] + (f" ({torch.cuda.get_device_name()})" if r['device'].startswith('cuda') else '')
             runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'cpu_s', 'trainable_pct') if k in r})
@@ -58,6 +76,7 @@ def main():
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
                f"{dev}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
     print(f"\nmachine: {machine}")
-    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, seeds=a.seeds, machine=machine, results=res)))
+    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, max_train=recipe['tune'].train.max_train, pos=recipe['tune'].model.pos,
+                          tasks=tasks, seeds=a.seeds, machine=machine, results=res)))
 
 if __name__ == '__main__': main()

@@ -6,6 +6,7 @@ import io, json, sys
 import pytest, torch
 from faultkit import tfs, one_line, left
 import transformers_scratch.instruct as I
+import transformers_scratch.runs as runs
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.checkpoints import save_checkpoint
@@ -107,7 +108,7 @@ def stub(monkeypatch):
         m = {'spell': {'n': 3, 'exact': 1.0, 'stops': 1.0}, 'translate': {'n': 3, 'exact': 0.0, 'stops': 1.0, 'bleu': 12.5}}
         return dict(device='cpu', precision='fp32', loss_on=kw['loss_on'], lora=kw['lora'], seed=kw['seed'], tuned=m, base=m,
                     tune_loss=float('nan'), path=str(kw['out']), model=object(), tokenizer=object())
-    monkeypatch.setattr(I, 'run_instruct', run_instruct)
+    monkeypatch.setattr(runs, 'run_instruct', run_instruct)
     return calls
 
 def test_instruct_plumbing(capsys, tmp_path, stub):

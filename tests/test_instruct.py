@@ -1,10 +1,11 @@
-"Lesson 52's library: the template, tokenizer, collator, generation, saving, run_instruct end to end (the quick figures: tests/measured_instruct.py)."
+"Lesson 52's library (its runner `run_instruct` lives in `runs`): the template, tokenizer, collator, generation, saving, run_instruct end to end (the quick figures: tests/measured_instruct.py)."
 import pytest, torch
 from transformers_scratch.config import ModelConfig
 from transformers_scratch.models import GenerationTransformer
 from transformers_scratch.checkpoints import CheckpointError
+from transformers_scratch.runs import run_instruct
 from transformers_scratch.instruct import (format_example, instruct_tokenizer, encode_example, collate, collate_all,
-                                           respond, respond_batch, answer, save_instruct, load_instruct, run_instruct, ModelChat, lora_targets,
+                                           respond, respond_batch, answer, save_instruct, load_instruct, ModelChat, lora_targets,
                                            INSTRUCT_QUICK, INSTRUCT_FULL, SPECIAL, IGNORE)
 
 pytestmark = pytest.mark.usefixtures('one_thread')

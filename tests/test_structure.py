@@ -96,21 +96,16 @@ def test_ls_nbs_is_a_dependency_order():
 
 # --- the runners live with the command line (issue 32) -------------------------------------------------------------------
 
-# run_instruct still lives in `instruct` (lesson 52, being edited at the time): the lead moves it to `runs` next, as the
-# other runners were moved, and strikes it off here (the test fails on a stale entry too).
-RUNNERS_ELSEWHERE = {('instruct', 'run_instruct')}
-
 def _mod(f): return '.'.join(f.relative_to(LIB).with_suffix('').parts)
 
 def test_runners_live_in_runs():
     "The runners `run_*` that the `tfs` commands call are defined in `runs` (lesson 89a), beside the command line, and in no other module"
     found = {(_mod(f), n.name) for f in LIB.rglob('*.py') if _mod(f) not in ('runs', '_modidx')
              for n in ast.parse(f.read_text()).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith('run_')}
-    assert found - RUNNERS_ELSEWHERE == set(), f"runners outside `runs`: {sorted(found - RUNNERS_ELSEWHERE)}"
-    assert RUNNERS_ELSEWHERE - found == set(), f"moved to `runs`: strike them off RUNNERS_ELSEWHERE: {sorted(RUNNERS_ELSEWHERE - found)}"
+    assert found == set(), f"runners outside `runs`: {sorted(found)}"
     from transformers_scratch import runs
     assert {'run_classify', 'run_bpe', 'run_generate', 'run_gpt2_generate', 'run_pretrained_generate', 'run_gpt2_classify',
-            'run_translate', 'run_pretrain', 'run_finetune'} <= set(runs.__all__)
+            'run_translate', 'run_pretrain', 'run_finetune', 'run_instruct'} <= set(runs.__all__)
 
 def test_only_the_cli_imports_runs():
     "`runs` imports the task modules (inside each runner), never the other way round: of the library, only the CLI imports it"

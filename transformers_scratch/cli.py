@@ -404,7 +404,7 @@ def _instruct_validate(a):
 
 def _instruct(a):
     "`tfs instruct`: lesson 52's `run_instruct` (pretrain, measure the base, tune, measure, save); its measures are the JSON line"
-    from transformers_scratch.instruct import run_instruct
+    from transformers_scratch.runs import run_instruct
     from transformers_scratch.runtime import default_device
     import time
     t0 = time.time()

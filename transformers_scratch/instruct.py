@@ -6,17 +6,17 @@
 __all__ = ['PAD_TOKEN', 'INST', 'INP', 'RESP', 'END', 'SPECIAL', 'IGNORE', 'INSTRUCT_QUICK', 'INSTRUCT_FULL', 'LORA_TARGETS',
            'format_example', 'ChatTokenizer', 'encode_example', 'collate', 'collate_all', 'respond', 'respond_batch',
            'answer', 'instruct_tokenizer', 'max_input', 'raw_text', 'train_steps', 'pretrain', 'similar_lengths',
-           'fit_window', 'tune', 'evaluate_instruct', 'metrics_table', 'save_instruct', 'load_instruct', 'run_instruct',
-           'ModelChat', 'lora_targets']
+           'fit_window', 'tune', 'evaluate_instruct', 'metrics_table', 'save_instruct', 'load_instruct', 'ModelChat',
+           'lora_targets']
 
-# %% ../nbs/52_instruct.ipynb #7c3d3936
-import re, time, random, dataclasses, torch, torch.nn as nn, torch.nn.functional as F
+# %% ../nbs/52_instruct.ipynb #29417cc0
+import re, random, dataclasses, torch, torch.nn as nn, torch.nn.functional as F
 from .config import ModelConfig, TrainConfig, Recipe
 from .models import GenerationTransformer
-from .runtime import default_device, precision_for, model_device, evaluating, quick_mode
+from .runtime import precision_for, model_device, evaluating
 from .checkpoints import save_checkpoint, load_model
 
-# %% ../nbs/52_instruct.ipynb #a067d4f9
+# %% ../nbs/52_instruct.ipynb #69d04121
 PAD_TOKEN, INST, INP, RESP, END = SPECIAL = ('<|pad|>', '<|instruction|>', '<|input|>', '<|response|>', '<|end|>')
 IGNORE = -100    # the label that `F.cross_entropy(..., ignore_index=-100)` skips
 
@@ -147,14 +147,14 @@ def instruct_tokenizer():
     return ChatTokenizer(CHARS + '\n')
 
 _N = len(instruct_tokenizer())
-INSTRUCT_QUICK = {   # a CPU in a few minutes
-    'pretrain': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, fast=True), TrainConfig(bs=32, n_batches=100, lr=3e-3, wd=0.1)),
-    'tune': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, fast=True),
-                   TrainConfig(bs=32, n_batches=400, lr=3e-3, wd=0.1, max_train=7000, max_valid=210))}
+INSTRUCT_QUICK = {   # a CPU in a few minutes; every tuning example seen once (max_train = bs·n_batches)
+    'pretrain': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, pos='rope', fast=True), TrainConfig(bs=32, n_batches=100, lr=3e-3, wd=0.1)),
+    'tune': Recipe(ModelConfig(emb=128, heads=4, depth=2, seq_len=256, n_tokens=_N, pos='rope', fast=True),
+                   TrainConfig(bs=32, n_batches=400, lr=3e-3, wd=0.1, max_train=12_800, max_valid=210))}
 INSTRUCT_FULL = {    # a GPU: a wider, deeper model, longer inputs, more of everything
-    'pretrain': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, dropout=0.1, fast=True), TrainConfig(bs=64, n_batches=3000, lr=1e-3, wd=0.1)),
-    'tune': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, dropout=0.1, fast=True),
-                   TrainConfig(bs=64, n_batches=4000, lr=5e-4, wd=0.1, max_train=70000, max_valid=700))}
+    'pretrain': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, pos='rope', dropout=0.1, fast=True), TrainConfig(bs=64, n_batches=3000, lr=1e-3, wd=0.1)),
+    'tune': Recipe(ModelConfig(emb=384, heads=6, depth=6, seq_len=512, n_tokens=_N, pos='rope', dropout=0.1, fast=True),
+                   TrainConfig(bs=64, n_batches=4000, lr=5e-4, wd=0.1, max_train=256_000, max_valid=700))}
 
 def max_input(config): return max(20, min(200, config.seq_len // 3))   # the longest review, article or sentence read (characters): instruction, input and response fit the window
 
@@ -275,63 +275,6 @@ def load_instruct(path):
     model, ck = load_model(path, _FORMAT, GenerationTransformer, expected='an instruction-tuned model (tfs instruct)',
                            hint='make one with `tfs instruct`', keys=('vocab',), check=_check_vocab)
     return model, ChatTokenizer(ck['vocab'][len(SPECIAL):])
-
-def _recipe(recipe):
-    if recipe is None: return INSTRUCT_QUICK if quick_mode() else INSTRUCT_FULL
-    if not (isinstance(recipe, dict) and set(recipe) == {'pretrain', 'tune'} and all(isinstance(v, Recipe) for v in recipe.values())):
-        raise TypeError(f"recipe: expected a dict of two Recipes, 'pretrain' and 'tune' (INSTRUCT_QUICK, INSTRUCT_FULL), got {type(recipe).__name__}")
-    if recipe['pretrain'].model != recipe['tune'].model: raise ValueError("recipe: 'pretrain' and 'tune' should have the same model")
-    return recipe
-
-def run_instruct(recipe=None,        # {'pretrain': Recipe, 'tune': Recipe} (None: INSTRUCT_QUICK without a GPU, else INSTRUCT_FULL)
-                 out=None,           # where to save the tuned model and its tokenizer (None: not saved)
-                 seed=0,             # the data's, the weights' and the batches' seed
-                 loss_on='response', # 'response' (instruction tuning), or 'all' (the prompt too: for comparison)
-                 lora=None,          # None: full fine-tuning; (r, alpha): LoRA on every linear layer of the blocks, merged before saving
-                 lora_lr=None,       # LoRA's learning rate (default: 5 times the recipe's)
-                 base=True,          # also measure the base model, prompted the same way
-                 device=None,        # default: `default_device()`
-                 verbose=True,       # one line per phase
-                ):
-    "Pretrain briefly on raw text, measure the base model, instruction-tune, measure again, save; returns a dict of metrics, times and the model"
-    from transformers_scratch.instructdata import instruction_data
-    r = _recipe(recipe)
-    if lora is not None and not (isinstance(lora, (tuple, list)) and len(lora) == 2): raise ValueError(f"lora: expected None or (r, alpha), got {lora!r}")
-    dev = torch.device(device) if device is not None else default_device()
-    say = print if verbose else (lambda *a, **k: None)
-    cfg, pt, tt = r['tune'].model, r['pretrain'].train, r['tune'].train
-    tok = instruct_tokenizer()
-    if cfg.n_tokens != len(tok): raise ValueError(f"recipe: n_tokens={cfg.n_tokens}, and the tokenizer has {len(tok)}")
-    train, valid = instruction_data(seed=seed, n_train=tt.max_train or 7000, n_valid=tt.max_valid or 700, max_input=max_input(cfg))
-    res = dict(device=str(dev), precision=precision_for(dev), loss_on=loss_on, lora=lora, seed=seed)
-    t0 = time.perf_counter()
-    ids = torch.tensor(tok.encode(raw_text(max_chars=pt.bs * cfg.seq_len * pt.n_batches // 4 + 10 * cfg.seq_len, seed=seed)))
-    torch.manual_seed(seed)
-    model = GenerationTransformer(cfg).to(dev)
-    losses = pretrain(model, ids, pt, seed)
-    res['pretrain_s'], res['pretrain_loss'] = time.perf_counter() - t0, sum(losses[-20:]) / len(losses[-20:])
-    say(f"pretrained {pt.n_batches} steps on {len(ids):,} characters of raw text in {res['pretrain_s']:.0f} s on the {dev.type} ({res['precision']}): loss {res['pretrain_loss']:.3f}")
-    if base:
-        t0 = time.perf_counter(); res['base'] = evaluate_instruct(model, tok, valid)
-        say(f"base model measured in {time.perf_counter() - t0:.0f} s")
-    t0 = time.perf_counter()
-    lr = tt.lr
-    if lora is not None:
-        from transformers_scratch.lora import add_lora, merge_lora, trainable
-        torch.manual_seed(seed)
-        add_lora(model, LORA_TARGETS, *lora)
-        res['trainable_pct'] = 100 * trainable(model)[0] / trainable(model)[1]
-        lr = lora_lr or 5 * tt.lr
-    losses = tune(model, tok, dataclasses.replace(tt, lr=lr), train, loss_on, seed)
-    if lora is not None: model = merge_lora(model)
-    res['tune_s'], res['tune_loss'] = time.perf_counter() - t0, sum(losses[-20:]) / len(losses[-20:])
-    say(f"instruction-tuned {tt.n_batches} steps on {len(train):,} examples in {res['tune_s']:.0f} s: loss {res['tune_loss']:.3f}"
-        + (f" (LoRA r={lora[0]}, {res['trainable_pct']:.1f} % trained)" if lora else '') + (" (loss on every token)" if loss_on == 'all' else ''))
-    t0 = time.perf_counter(); res['tuned'] = evaluate_instruct(model, tok, valid)
-    say(f"tuned model measured in {time.perf_counter() - t0:.0f} s on {len(valid):,} held-out examples")
-    if out is not None: res['path'] = str(save_instruct(model.eval(), tok, out))
-    res['model'], res['tokenizer'] = model.eval(), tok
-    return res
 
 # %% ../nbs/52_instruct.ipynb #d4461e27
 class ModelChat:

@@ -4,15 +4,15 @@
 
 # %% auto #0
 __all__ = ['run_classify', 'run_bpe', 'run_generate', 'generate_pretrained', 'run_gpt2_generate', 'run_pretrained_generate',
-           'run_gpt2_classify', 'run_translate', 'run_pretrain', 'run_finetune']
+           'run_gpt2_classify', 'run_translate', 'run_pretrain', 'run_finetune', 'run_instruct']
 
-# %% ../nbs/89a_runs.ipynb #d0a1b707
+# %% ../nbs/89a_runs.ipynb #7d4461b4
 import math, sys, time, tempfile
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-# %% ../nbs/89a_runs.ipynb #8f226ef2
+# %% ../nbs/89a_runs.ipynb #4dbef62d
 def _fit(learn, show, *args, **kwargs):
     "`learn.fit_one_cycle(*args, **kwargs)`, with fastai's progress bar and table if `show`, silently if not"
     if show: return learn.fit_one_cycle(*args, **kwargs)
@@ -27,7 +27,7 @@ def _sizes(c):
     "The sizes of `ModelConfig` `c` that a report gives"
     return {'emb': c.emb, 'heads': c.heads, 'depth': c.depth, 'seq_len': c.seq_len}
 
-# %% ../nbs/89a_runs.ipynb #61c17ee9
+# %% ../nbs/89a_runs.ipynb #d4de0459
 def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news) or a DataFrame (text, label, is_valid)
                  recipe=None,         # a `Recipe`; None: `CLASSIFY_QUICK` with `quick`, else the dataset's `CLASSIFY_FULL`
                  quick=False,         # the quick CPU recipe instead of the full GPU one (with a `recipe`: a small run, no note that it is meant for a GPU)
@@ -76,7 +76,7 @@ def run_classify(data='imdb_sample',  # dataset name (imdb_sample, imdb, ag_news
     save_classifier(learn, run.out, data=name)
     return res
 
-# %% ../nbs/89a_runs.ipynb #47bd5740
+# %% ../nbs/89a_runs.ipynb #44ea7a42
 def run_bpe(text,                       # the training text
             vocab_size,                 # ids in all: 256 bytes, the merges, the special tokens
             out,                        # the folder for tokenizer.json
@@ -96,7 +96,7 @@ def run_bpe(text,                       # the training text
     if len(tok) < vocab_size: res['note'] = f"the text has no pair left after {len(tok.pairs)} merges: {len(tok)} ids, not {vocab_size}"
     return res
 
-# %% ../nbs/89a_runs.ipynb #953ea673
+# %% ../nbs/89a_runs.ipynb #ee0c5f56
 def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sample'
                  level=None,        # 'char' or 'word' (default: char for tinyshakespeare, word for imdb_sample)
                  prompt=None,       # text to continue (default: per dataset)
@@ -157,7 +157,7 @@ def run_generate(data=None,         # 'tinyshakespeare' (default) or 'imdb_sampl
     else: res['perplexity'] = round(math.exp(valid_loss), 2)
     return run.report({**res, 'unigram_loss': round(uni, 4), 'model': str(saved) if saved else model})
 
-# %% ../nbs/89a_runs.ipynb #f713c32d
+# %% ../nbs/89a_runs.ipynb #6d8e9304
 def generate_pretrained(load,            # (source, device, prompt, n) -> (model, tokenizer): `gpt2_pair`, or lesson 28's `pretrained_pair`
                         source,          # a hub name or a folder
                         prompt=None,     # the text to continue
@@ -199,7 +199,7 @@ def run_pretrained_generate(source, prompt=None, n=None, sampling=None, seed=0, 
     from transformers_scratch.llama import pretrained_pair
     return generate_pretrained(pretrained_pair, source, prompt, n, sampling, seed, compile)
 
-# %% ../nbs/89a_runs.ipynb #c7e48594
+# %% ../nbs/89a_runs.ipynb #78b2108e
 def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to fine-tune (not read by the quick path)
                       data='imdb',         # 'imdb_sample' or 'imdb'
                       recipe=None,         # a `Recipe`; None: `GPT2_CLASSIFY_QUICK` with `quick`, else `GPT2_CLASSIFY_FULL`
@@ -251,7 +251,7 @@ def run_gpt2_classify(source='gpt2',       # hub name or folder of the GPT-2 to 
                        'precision': learn.precision, 'pool': pool, 'model': None if out is None else str(out), 'source': what,
                        'quick': bool(quick), 'seq_len': seq_len, **_rows(df)})
 
-# %% ../nbs/89a_runs.ipynb #3036692e
+# %% ../nbs/89a_runs.ipynb #04eb5b92
 def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
                   src='de', tgt='en', # any pair of en, de, fr
                   recipe=None,        # a `Recipe` (None: `TRANSLATE_QUICK` with `quick`, else `TRANSLATE_FULL`); its training's
@@ -301,7 +301,7 @@ def run_translate(data='multi30k',    # the corpus (Multi30k, task 1)
             'train_pairs': len(dls.train.dataset), 'test_pairs': len(test),
             'params': n_params(learn.model), 'model': str(saved) if saved else None})   # + 'seconds', 'device'
 
-# %% ../nbs/89a_runs.ipynb #ab18197e
+# %% ../nbs/89a_runs.ipynb #29da1018
 def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or 'imdb' (training reviews only)
                  score_on=None,            # the labelled set to be scored on later (default: `data`)
                  recipe=None,              # a `Recipe` (None: `PRETRAIN_QUICK` with `quick`, else `PRETRAIN_FULL`)
@@ -348,7 +348,7 @@ def run_pretrain(data='imdb_sample',       # pretraining texts: 'imdb_sample' or
                        'quick': bool(quick), 'texts': len(texts), 'vocab': len(dls.vocab), 'train_tokens': len(dls.train_ids),
                        **_sizes(c), 'mask_p': t.mask_p})
 
-# %% ../nbs/89a_runs.ipynb #59a9caa9
+# %% ../nbs/89a_runs.ipynb #b664a315
 def run_finetune(encoder,                  # a file saved by `run_pretrain`, or None for the same model from scratch
                  data='imdb_sample',
                  recipe=None,              # a `Recipe` (None: `FINETUNE_QUICK` with `quick`, else `FINETUNE_FULL`); the sizes are the encoder's
@@ -385,3 +385,72 @@ def run_finetune(encoder,                  # a file saved by `run_pretrain`, or 
                        'quick': bool(quick), **_rows(df), **_sizes(c), 'pos': c.pos,
                        'encoder': None if encoder is None else str(encoder),
                        'accuracy_by_epoch': [round(float(v[2]), 4) for v in learn.recorder.values]})
+
+# %% ../nbs/89a_runs.ipynb #a5b24eac
+def _instruct_recipe(recipe):
+    "`recipe`, checked: a dict of two `Recipe`s with one model (None: `INSTRUCT_QUICK` without a GPU, else `INSTRUCT_FULL`)"
+    from transformers_scratch.instruct import INSTRUCT_QUICK, INSTRUCT_FULL
+    from transformers_scratch.config import Recipe
+    from transformers_scratch.runtime import quick_mode
+    if recipe is None: return INSTRUCT_QUICK if quick_mode() else INSTRUCT_FULL
+    if not (isinstance(recipe, dict) and set(recipe) == {'pretrain', 'tune'} and all(isinstance(v, Recipe) for v in recipe.values())):
+        raise TypeError(f"recipe: expected a dict of two Recipes, 'pretrain' and 'tune' (INSTRUCT_QUICK, INSTRUCT_FULL), got {type(recipe).__name__}")
+    if recipe['pretrain'].model != recipe['tune'].model: raise ValueError("recipe: 'pretrain' and 'tune' should have the same model")
+    return recipe
+
+def run_instruct(recipe=None,        # {'pretrain': Recipe, 'tune': Recipe} (None: INSTRUCT_QUICK without a GPU, else INSTRUCT_FULL)
+                 out=None,           # where to save the tuned model and its tokenizer (None: not saved)
+                 seed=0,             # the data's, the weights' and the batches' seed
+                 loss_on='response', # 'response' (instruction tuning), or 'all' (the prompt too: for comparison)
+                 lora=None,          # None: full fine-tuning; (r, alpha): LoRA on every linear layer of the blocks, merged before saving
+                 lora_lr=None,       # LoRA's learning rate (default: 5 times the recipe's)
+                 tasks=None,         # the tasks, or {task: share} of the tuning examples (lesson 51's `instruction_data`; None: all seven, evenly)
+                 base=True,          # also measure the base model, prompted the same way
+                 device=None,        # default: `default_device()`
+                 verbose=True,       # one line per phase
+                ):
+    "Pretrain briefly on raw text, measure the base model, instruction-tune, measure again, save; returns a dict of metrics, times and the model"
+    import torch
+    from transformers_scratch.instructdata import instruction_data, TASKS
+    from transformers_scratch.instruct import (instruct_tokenizer, max_input, raw_text, pretrain, tune, evaluate_instruct,
+                                               save_instruct, LORA_TARGETS)
+    from transformers_scratch.models import GenerationTransformer
+    from transformers_scratch.runtime import default_device, precision_for
+    r = _instruct_recipe(recipe)
+    if lora is not None and not (isinstance(lora, (tuple, list)) and len(lora) == 2): raise ValueError(f"lora: expected None or (r, alpha), got {lora!r}")
+    dev = torch.device(device) if device is not None else default_device()
+    say = print if verbose else (lambda *a, **k: None)
+    cfg, pt, tt = r['tune'].model, r['pretrain'].train, r['tune'].train
+    tok = instruct_tokenizer()
+    if cfg.n_tokens != len(tok): raise ValueError(f"recipe: n_tokens={cfg.n_tokens}, and the tokenizer has {len(tok)}")
+    train, valid = instruction_data(seed=seed, n_train=tt.max_train or tt.bs * tt.n_batches, n_valid=tt.max_valid or 700,
+                                    tasks=tasks, max_input=max_input(cfg))
+    res = dict(device=str(dev), precision=precision_for(dev), loss_on=loss_on, lora=lora, seed=seed, tasks=sorted({ex['task'] for ex in train + valid}, key=TASKS.index))
+    t0 = time.perf_counter()
+    ids = torch.tensor(tok.encode(raw_text(max_chars=pt.bs * cfg.seq_len * pt.n_batches // 4 + 10 * cfg.seq_len, seed=seed)))
+    torch.manual_seed(seed)
+    model = GenerationTransformer(cfg).to(dev)
+    losses = pretrain(model, ids, pt, seed)
+    res['pretrain_s'], res['pretrain_loss'] = time.perf_counter() - t0, sum(losses[-20:]) / len(losses[-20:])
+    say(f"pretrained {pt.n_batches} steps on {len(ids):,} characters of raw text in {res['pretrain_s']:.0f} s on the {dev.type} ({res['precision']}): loss {res['pretrain_loss']:.3f}")
+    if base:
+        t0 = time.perf_counter(); res['base'] = evaluate_instruct(model, tok, valid)
+        say(f"base model measured in {time.perf_counter() - t0:.0f} s")
+    t0 = time.perf_counter()
+    lr = tt.lr
+    if lora is not None:
+        from transformers_scratch.lora import add_lora, merge_lora, trainable
+        torch.manual_seed(seed)
+        add_lora(model, LORA_TARGETS, *lora)
+        res['trainable_pct'] = 100 * trainable(model)[0] / trainable(model)[1]
+        lr = lora_lr or 5 * tt.lr
+    losses = tune(model, tok, replace(tt, lr=lr), train, loss_on, seed)
+    if lora is not None: model = merge_lora(model)
+    res['tune_s'], res['tune_loss'] = time.perf_counter() - t0, sum(losses[-20:]) / len(losses[-20:])
+    say(f"instruction-tuned {tt.n_batches} steps on {len(train):,} examples in {res['tune_s']:.0f} s: loss {res['tune_loss']:.3f}"
+        + (f" (LoRA r={lora[0]}, {res['trainable_pct']:.1f} % trained)" if lora else '') + (" (loss on every token)" if loss_on == 'all' else ''))
+    t0 = time.perf_counter(); res['tuned'] = evaluate_instruct(model, tok, valid)
+    say(f"tuned model measured in {time.perf_counter() - t0:.0f} s on {len(valid):,} held-out examples")
+    if out is not None: res['path'] = str(save_instruct(model.eval(), tok, out))
+    res['model'], res['tokenizer'] = model.eval(), tok
+    return res
