@@ -65,10 +65,12 @@ def main():
             r = run_instruct(recipe, seed=s, base=(v == 'response'), tasks=tasks, verbose=False, **VARIANTS[v])
             r['cpu_s'] = time.process_time() - c0
             dev = r['device'] + (f" ({torch.cuda.get_device_name()})" if r['device'].startswith('cuda') else '')
-            runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'cpu_s', 'trainable_pct') if k in r})
-            print(f"{v} seed {s}: pretrain {r['pretrain_s']:.0f} s, tune {r['tune_s']:.0f} s (wall); whole run {r['cpu_s']:.0f} s of CPU", flush=True)
+            runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'cpu_s', 'trainable_pct', 'tune_loss') if k in r})
+            print(f"{v} seed {s}: pretrain {r['pretrain_s']:.0f} s, tune {r['tune_s']:.0f} s (wall); whole run {r['cpu_s']:.0f} s of CPU; "
+                  f"training loss at the end {r['tune_loss']:.3f}", flush=True)
         res[v] = dict(tuned=summary(runs, 'tuned'), seconds=statistics.mean(r['pretrain_s'] + r['tune_s'] for r in runs),
                       cpu_seconds=statistics.mean(r['cpu_s'] for r in runs),
+                      tune_loss=[r['tune_loss'] for r in runs],
                       **({'base': summary(runs, 'base')} if v == 'response' else {}),
                       **({'trainable_pct': runs[0]['trainable_pct']} if 'trainable_pct' in runs[0] else {}))
         if v == 'response': show(f"base model, prompted with the template ({a.seeds} seeds: mean [min, max])", res[v]['base'])

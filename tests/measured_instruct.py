@@ -2,11 +2,11 @@
 seed 0): tests/test_colab_run.py runs this file in the notebook's namespace, so the quick configuration trains once.
 
 The issue's targets, measured at this size (lesson 52 and benchmarks/instruct.py, 3 seeds): the base model's exact match
-<= 0.10 on the generated tasks holds (0.00) and is asserted; >= 95 % of responses stopping at the end token holds on
-count, reverse, add, sentiment and topic (1.00) and is asserted there, not on spell (0.83 at seed 0) nor translate (0.03);
-exact match >= 0.90 on the generated tasks (0.00 on spell, reverse and add, 0.60 on count) and >= 0.70 on sentiment and
-topic (0.27, 0.13) are NOT met at this size (why: lesson 52, 'The issue's targets, measured'): a floor under this run's
-figures is asserted instead, so that a regression shows."""
+<= 0.10 on the generated tasks holds (0.00) and is asserted; >= 95 % of responses stopping at the end token holds on six
+tasks of seven (1.00 on spell, count, reverse, add, sentiment and topic) and is asserted there, not on translate
+(0.03-0.23); exact match >= 0.90 on the generated tasks (0.00 on spell, reverse and add, 0.53-0.60 on count) and >= 0.70
+on sentiment and topic (0.53-0.63, 0.27-0.37) are NOT met at this size (why: lesson 52, 'The issue's targets,
+measured'): a floor under the three seeds' figures is asserted instead, so that a regression shows."""
 from transformers_scratch.instruct import INSTRUCT_QUICK, save_instruct, load_instruct
 
 NOTEBOOK = {}   # filled by tools/learner_checks.py with the lesson's namespace after its Run all
@@ -19,9 +19,8 @@ def test_quick_targets():
     base, tuned = NOTEBOOK['res']['base'], NOTEBOOK['res']['tuned']
     assert all(base[t]['exact'] <= 0.10 for t in ('spell', 'count', 'reverse', 'add')), base
     assert all(base[t]['stops'] <= 0.10 for t in base), base                       # the base model continues text
-    assert all(tuned[t]['stops'] >= 0.95 for t in ('count', 'reverse', 'add', 'sentiment', 'topic')), tuned
-    assert tuned['spell']['stops'] >= 0.7, tuned
-    assert tuned['count']['exact'] >= 0.5 and tuned['sentiment']['exact'] >= 0.15, tuned
+    assert all(tuned[t]['stops'] >= 0.95 for t in ('spell', 'count', 'reverse', 'add', 'sentiment', 'topic')), tuned
+    assert tuned['count']['exact'] >= 0.5 and tuned['sentiment']['exact'] >= 0.4 and tuned['topic']['exact'] >= 0.2, tuned
 
 def test_the_tuned_model_saves_and_loads(tmp_path):
     res = NOTEBOOK['res']
