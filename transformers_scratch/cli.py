@@ -403,7 +403,7 @@ def _instruct_validate(a):
     a.lora_alpha = alpha
 
 def _instruct(a):
-    "`tfs instruct`: lesson 52's `run_instruct` (pretrain, measure the base, tune, measure, save); its measures are the JSON line"
+    "`tfs instruct`: `run_instruct` (lesson 89a), lesson 52's whole path (pretrain, measure the base, tune, measure, save); its measures are the JSON line"
     from transformers_scratch.runs import run_instruct
     from transformers_scratch.runtime import default_device
     import time
