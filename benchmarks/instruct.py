@@ -11,6 +11,7 @@ own base (`run_instruct`), so the seeds vary the data's draw, the weights and th
 
 `--tasks` takes lesson 51's task names, each with an optional share (`spell:2,add:1`; default: all seven, evenly);
 `--steps` sets the tuning steps, and the training examples grow with them so that each is still seen once;
+`--pretrain-steps` sets the pretraining's (`--pretrain-steps 1`: next to none, a model tuned from its initialisation);
 `--max-train` fixes their number instead (`--tasks reverse --steps 2000 --max-train 1000`: a fixed thousand, each seen 64 times).
 
 Prints one table per variant (mean and range over the seeds of exact match, the share of responses that stop at the
@@ -44,6 +45,7 @@ def main():
     ap.add_argument('--steps', type=int, default=None, help="tuning steps (default: the recipe's); the examples grow with them")
     ap.add_argument('--tasks', default=None, help="tasks to tune on, each with an optional share: 'spell', 'spell,reverse', 'spell:2,add:1' (default: all seven, evenly)")
     ap.add_argument('--max-train', type=int, default=None, help="tuning examples in all (default: bs·steps, each seen once); fewer are seen again and again")
+    ap.add_argument('--pretrain-steps', type=int, default=None, help="steps of pretraining on raw text (default: the recipe's; 1 is next to none)")
     ap.add_argument('--pos', default=None, choices=['learned', 'sinusoidal', 'rope'], help="the model's positions (default: the recipe's)")
     a = ap.parse_args()
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
@@ -52,6 +54,7 @@ def main():
         t = recipe['tune'].train
         recipe['tune'] = recipe['tune'].replace(n_batches=a.steps, max_train=max(t.max_train, t.bs * a.steps))
     if a.max_train: recipe['tune'] = recipe['tune'].replace(max_train=a.max_train)
+    if a.pretrain_steps: recipe['pretrain'] = recipe['pretrain'].replace(n_batches=a.pretrain_steps)
     if a.pos: recipe = {k: r.replace(pos=a.pos) for k, r in recipe.items()}
     tasks = None
     if a.tasks:
@@ -78,7 +81,7 @@ def main():
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
                f"{dev}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
     print(f"\nmachine: {machine}")
-    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, max_train=recipe['tune'].train.max_train, pos=recipe['tune'].model.pos,
+    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, pretrain_steps=recipe['pretrain'].train.n_batches, max_train=recipe['tune'].train.max_train, pos=recipe['tune'].model.pos,
                           tasks=tasks, seeds=a.seeds, machine=machine, results=res)))
 
 if __name__ == '__main__': main()
