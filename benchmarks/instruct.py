@@ -48,13 +48,16 @@ def main():
     ap.add_argument('--pretrain-steps', type=int, default=None, help="steps of pretraining on raw text (default: the recipe's; 1 is next to none)")
     ap.add_argument('--pos', default=None, choices=['learned', 'sinusoidal', 'rope'], help="the model's positions (default: the recipe's)")
     a = ap.parse_args()
+    for flag in ('seeds', 'steps', 'max_train', 'pretrain_steps'):      # refused before anything trains, not silently dropped
+        v = getattr(a, flag)
+        if v is not None and v < 1: ap.error(f"--{flag.replace('_', '-')}: expected a whole number >= 1, got {v}")
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     recipe = dict(INSTRUCT_FULL if a.full else INSTRUCT_QUICK)
-    if a.steps:
+    if a.steps is not None:
         t = recipe['tune'].train
-        recipe['tune'] = recipe['tune'].replace(n_batches=a.steps, max_train=max(t.max_train, t.bs * a.steps))
-    if a.max_train: recipe['tune'] = recipe['tune'].replace(max_train=a.max_train)
-    if a.pretrain_steps: recipe['pretrain'] = recipe['pretrain'].replace(n_batches=a.pretrain_steps)
+        recipe['tune'] = recipe['tune'].replace(n_batches=a.steps, max_train=max(t.max_train or 0, t.bs * a.steps))
+    if a.max_train is not None: recipe['tune'] = recipe['tune'].replace(max_train=a.max_train)
+    if a.pretrain_steps is not None: recipe['pretrain'] = recipe['pretrain'].replace(n_batches=a.pretrain_steps)
     if a.pos: recipe = {k: r.replace(pos=a.pos) for k, r in recipe.items()}
     tasks = None
     if a.tasks:
