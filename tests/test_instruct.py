@@ -96,3 +96,11 @@ def test_run_instruct_end_to_end_saves_what_it_tuned(tmp_path):
     assert m.config == tiny['tune'].model and tok.itos == r['tokenizer'].itos
     x = torch.randint(0, len(tok), (2, 16))
     assert torch.equal(m(x), r['model'].cpu()(x)) and not any('lora' in n for n, _ in m.named_parameters())
+
+def test_run_instruct_tunes_on_the_tasks_asked_for():
+    "`tasks=` (a dict of shares, lesson 51's `instruction_data`) picks what is tuned and measured; no base model with base=False"
+    tiny = {k: r.replace(emb=32, heads=2, depth=1, seq_len=128, n_batches=2, bs=8, max_train=30, max_valid=4) for k, r in INSTRUCT_QUICK.items()}
+    r = run_instruct(tiny, seed=0, device='cpu', verbose=False, base=False, tasks={'add': 2, 'spell': 1})
+    assert r['tasks'] == ['spell', 'add'] and set(r['tuned']) == {'add', 'spell'} and 'base' not in r
+    assert r['tuned']['add']['n'] == r['tuned']['spell']['n'] == 2                     # validation stays even
+    with pytest.raises(ValueError, match="tasks: unknown task 'spel'"): run_instruct(tiny, device='cpu', verbose=False, tasks=['spel'])
