@@ -266,3 +266,13 @@ def test_respond_verdict_does_not_depend_on_the_rng():
                 with contextlib.redirect_stdout(io.StringIO()): check_respond(f)
             except CheckError as e: hints.add(str(e))
         assert len(hints) == 1, hints
+
+def re_stops_at_zero(model, prompt, end_id, max_new=64):     # stops at id 0 too (the padding id taken for the end): no crash, named
+    out = respond(model, prompt, end_id, max_new)
+    return out[:out.index(0)] if 0 in out else out
+def re_hardcoded_end(model, prompt, end_id, max_new=64):     # the end id hard-coded (0, the padding id) instead of end_id
+    return respond(model, prompt, 0, max_new)
+
+def test_respond_stops_only_at_the_end_id():
+    "The reference responses hold id 0 among other ids, so an answer that also stops at 0 (or only at 0) is caught and named"
+    assert_check(check_respond, respond, [(re_stops_at_zero, 'stops at token 0'), (re_hardcoded_end, 'stops at token 0|ran past the end token')])

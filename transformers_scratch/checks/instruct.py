@@ -140,14 +140,14 @@ def _greedy(model, prompt, n, pos=-1):
     return ids[len(prompt):]
 
 def _respond_fixture(seed):
-    "A tiny random GenerationTransformer with dropout, a prompt, its greedy continuation g and an end id first met at g[k], k >= 2"
+    "A tiny random GenerationTransformer with dropout, a prompt, its greedy continuation g and an end id first met at g[k], k >= 2, with id 0 among g[:k]"
     from transformers_scratch.models import GenerationTransformer
     from transformers_scratch.config import ModelConfig
-    for s in range(seed, seed + 50):
+    for s in range(seed, seed + 300):
         m = seeded(GenerationTransformer, ModelConfig(emb=32, heads=2, depth=1, seq_len=32, n_tokens=13, dropout=0.3), seed=s)
         prompt = randint(1, 13, (6,), seed=s).tolist()
         g = _greedy(m, prompt, 12)
-        k = next((i for i in range(2, 8) if g[i] not in g[:i]), None)
+        k = next((i for i in range(2, 8) if g[i] not in g[:i] and 0 in g[:i] and len(set(g[:i])) > 2), None)   # 0 among other ids: stopping at id 0 shows
         if k is not None and len(set(g)) > 3: return m.train(), prompt, g, k
     raise RuntimeError("no fixture")   # never: the seeds above give one
 
@@ -193,8 +193,9 @@ def check_respond(fn):
                       (ref + [end_id], "leave the end token out of the response: it only says where to stop"),
                       (prompt + ref + [end_id], "return the new tokens only, without the prompt and the end token"),
                       (g[:max_new], "generation ran past the end token: stop as soon as the model picks end_id"),
-                      (g[:max_new - 1], f"fewer than max_new={max_new} tokens: the end token never came, so generate max_new"),
-                      (g[:k - 1], "the response stops one token early: stop when the token picked is end_id, after keeping the ones before it")]
+                      (g[:max_new - 1], f"fewer than max_new={max_new} tokens: the end token never came, so generate max_new")]
+            if ref == g[:k]: wrongs.append((g[:k - 1], "the response stops one token early: stop when the token picked is end_id, after keeping the ones before it"))
+            if 0 in ref and end_id != 0: wrongs.append((ref[:ref.index(0)], "the response stops at token 0 (the padding id?): stop only at end_id, the id you are given"))
             for wo, hint in wrongs: expect(ref == [] or out != wo, hint)
             expect(len(out) <= max_new, f"more than max_new={max_new} tokens ({len(out)}): stop after max_new"
                    + (" (max_new=0 gives [])" if max_new == 0 else ''))
