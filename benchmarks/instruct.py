@@ -5,7 +5,7 @@ own base (`run_instruct`), so the seeds vary the data's draw, the weights and th
 
     python benchmarks/instruct.py                               # INSTRUCT_QUICK, 3 seeds, every variant (CPU: tens of minutes)
     python benchmarks/instruct.py --seeds 1 --variants response # the lesson's run
-    python benchmarks/instruct.py --full                        # INSTRUCT_FULL (a GPU)
+    python benchmarks/instruct.py --full                        # INSTRUCT_FULL (a GPU; prints each phase as it ends: --progress)
     python benchmarks/instruct.py --seeds 1 --variants response --tasks spell --steps 2000   # one task alone, longer
     python benchmarks/instruct.py --seeds 1 --variants response --tasks spell --steps 2000 --pos learned
 
@@ -47,6 +47,8 @@ def main():
     ap.add_argument('--max-train', type=int, default=None, help="tuning examples in all (default: bs·steps, each seen once); fewer are seen again and again")
     ap.add_argument('--pretrain-steps', type=int, default=None, help="steps of pretraining on raw text (default: the recipe's; 1 is next to none)")
     ap.add_argument('--pos', default=None, choices=['learned', 'sinusoidal', 'rope'], help="the model's positions (default: the recipe's)")
+    ap.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None,
+                    help="print each phase of each run as it ends (default: with --full, where a run takes minutes)")
     a = ap.parse_args()
     for flag in ('seeds', 'steps', 'max_train', 'pretrain_steps'):      # refused before anything trains, not silently dropped
         v = getattr(a, flag)
@@ -63,12 +65,13 @@ def main():
     if a.tasks:
         try: tasks = {t: float(w) if w else 1 for t, _, w in (x.strip().partition(':') for x in a.tasks.split(','))}
         except ValueError: ap.error(f"--tasks: expected task names with optional numeric shares such as spell:2,add:1, got {a.tasks!r}")
+    if a.progress is None: a.progress = a.full
     res, dev = {}, None
     for v in a.variants:
         runs = []
         for s in range(a.seeds):
             c0 = time.process_time()
-            r = run_instruct(recipe, seed=s, base=(v == 'response'), tasks=tasks, verbose=False, **VARIANTS[v])
+            r = run_instruct(recipe, seed=s, base=(v == 'response'), tasks=tasks, verbose=a.progress, **VARIANTS[v])
             r['cpu_s'] = time.process_time() - c0
             dev = r['device'] + (f" ({torch.cuda.get_device_name()})" if r['device'].startswith('cuda') else '')
             runs.append({k: r[k] for k in ('base', 'tuned', 'pretrain_s', 'tune_s', 'cpu_s', 'trainable_pct', 'tune_loss') if k in r})
