@@ -8,6 +8,8 @@ like either zeroed, the least any head other than the top induction head moves i
     python benchmarks/induction.py --full           # INDUCTION_FULL (twice the steps)
     python benchmarks/induction.py --heads 4 --n-batches 3000 --seeds 0 1 2 3
     python benchmarks/induction.py --pos learned --no-one-layer   # positions added to the embeddings instead of RoPE
+    python benchmarks/induction.py --qkv-bias --no-one-layer      # a position-only query/key is one bias away
+    python benchmarks/induction.py --rope-theta 100 --no-one-layer
 """
 import argparse, time, platform, os
 import torch
@@ -48,12 +50,15 @@ def main(argv=None):
     p.add_argument('--heads', type=int); p.add_argument('--emb', type=int); p.add_argument('--n-batches', type=int)
     p.add_argument('--lr', type=float); p.add_argument('--wd', type=float)
     p.add_argument('--pos', choices=('learned', 'sinusoidal', 'rope'), help="the positions (the lesson's: rope)")
+    p.add_argument('--rope-theta', type=float, help="RoPE's base (the lesson's: 10000; smaller turns the slow angles faster)")
+    p.add_argument('--qkv-bias', action='store_true', help='biases on the query, key and value projections: a query or key that ignores the token')
     p.add_argument('--no-one-layer', action='store_true', help='skip the one-layer model (half the time)')
     p.add_argument('--threads', type=int, default=1)
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     try: recipe = (INDUCTION_FULL if a.full else INDUCTION_QUICK).replace(heads=a.heads, emb=a.emb, n_batches=a.n_batches, lr=a.lr, wd=a.wd,
-                                                                                pos=a.pos)
+                                                                                pos=a.pos, rope_theta=a.rope_theta,
+                                                                                qkv_bias=a.qkv_bias or None)
     except ConfigError as e: p.error(f"--{e.key.replace('_', '-')}: {e.why}")
     t = 16
     xs = repeated_tokens(200, t, recipe.model.n_tokens, torch.Generator().manual_seed(1234))   # the lesson's sequences
