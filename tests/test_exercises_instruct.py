@@ -276,3 +276,20 @@ def re_hardcoded_end(model, prompt, end_id, max_new=64):     # the end id hard-c
 def test_respond_stops_only_at_the_end_id():
     "The reference responses hold id 0 among other ids, so an answer that also stops at 0 (or only at 0) is caught and named"
     assert_check(check_respond, respond, [(re_stops_at_zero, 'stops at token 0'), (re_hardcoded_end, 'stops at token 0|ran past the end token')])
+
+def co_pad_zero(pairs, pad_id): return collate(pairs, 0)          # pad_id ignored: 0 hard-coded (the lesson's pad id, not the fixture's)
+def co_pad_end(pairs, pad_id):                                     # x padded with the end token: the labels are right, pad_id ignored
+    x, y = collate(pairs, pad_id)
+    for i, (p, r) in enumerate(pairs): x[i, len(p) + len(r) - 1:] = r[-1]
+    return x, y
+def co_mutates_pairs(pairs, pad_id):                               # the batch built, then the prompts' first id overwritten in place
+    x, y = collate(pairs, pad_id)
+    for p, _ in pairs: p[0] = pad_id
+    return x, y
+def co_list(pairs, pad_id): return list(collate(pairs, pad_id))   # [x, y]: unpacks as the lesson does, fine
+
+def test_collate_pads_with_pad_id_and_leaves_pairs():
+    "The padding of x is judged (pad_id=2 in a fixture), and so are the pairs' values after the call"
+    assert_check(check_collate, co_list)
+    assert_check(check_collate, collate, [(co_pad_zero, 'padded with 0, not pad_id=2'), (co_pad_end, r'padded with \d+, not pad_id'),
+                                          (co_mutates_pairs, 'changed the pairs it was given')])

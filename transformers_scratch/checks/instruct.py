@@ -96,7 +96,10 @@ def check_collate(fn):
     run = Runs(fn)
     for k, (b, pad_id, end_id) in enumerate([(4, 0, 4), (1, 0, 4), (3, 2, 1)]):
         pairs = _collate_fixture(k, b, pad_id, end_id)
-        out = run([(list(p), list(r)) for p, r in pairs], pad_id)
+        given = [(list(p), list(r)) for p, r in pairs]
+        out = run(given, pad_id)
+        expect(given == [(list(p), list(r)) for p, r in pairs], "your code changed the pairs it was given (p[i] = ..., p += r?): "
+                                                                "build new lists, the loader gives the same pairs again each epoch")
         expect(isinstance(out, (tuple, list)) and len(out) == 2, f"return (x, y), two tensors; got {type(out).__name__}")
         x, y = out
         for n, t in (('x', x), ('y', y)):
@@ -111,7 +114,12 @@ def check_collate(fn):
                                                                      "the inputs first, the labels (with -100) second")
         expect(bool((x >= 0).all()), "x holds negative ids (-100?): pad the inputs with pad_id, a token id; -100 belongs in the labels")
         got = _trained_on(x.long(), y.long())
-        if got == _trained_on(rx, ry): continue
+        if got == _trained_on(rx, ry):
+            for i, (p, r) in enumerate(pairs):   # x's padding: pad_id after each sequence (its last token allowed at position n - 1)
+                n, row = len(p) + len(r), x[i].tolist()
+                bad = [v for j, v in enumerate(row[n - 1:], n - 1) if v != pad_id and not (j == n - 1 and v == r[-1])]
+                expect(not bad, f"x is padded with {bad[0] if bad else ''}, not pad_id={pad_id}: fill the inputs after each sequence with pad_id")
+            continue
         wrongs = [('prompt', "the loss is on the prompt too: set the labels to -100 where the next token is the prompt's"),
                   ('noshift', "the labels are not shifted: y[i] is the token after x[i] (the sequence's tokens 1..n-1)"),
                   ('noshift_full', "the labels are not shifted: y[i] is the token after x[i] (the sequence's tokens 1..n-1)"),
