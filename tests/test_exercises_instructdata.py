@@ -56,3 +56,19 @@ def test_held_out():
         (ho_tensor, 'return True or False, got Tensor'),
     ])
 
+
+# --- a key that is not the whole word or both numbers; share ignored for pairs --------------------------------------
+def _md5(s): return int(hashlib.md5(s.encode()).hexdigest(), 16)
+def ho_sum(key, share=10): return _md5(str(sum(key)) if isinstance(key, tuple) else key) % share == 0     # (47, 38) one with (40, 45)
+def ho_min(key, share=10): return _md5(str(min(key)) if isinstance(key, tuple) else key) % share == 0     # a whole row of the table
+def ho_max(key, share=10): return _md5(str(max(key)) if isinstance(key, tuple) else key) % share == 0
+def ho_prefix(key, share=10): return zlib.crc32((_text(key) if isinstance(key, tuple) else key[:2]).encode()) % share == 0
+def ho_pair_ten(key, share=10): return _md5(_text(key)) % (10 if isinstance(key, tuple) else share) == 0
+def ho_seeded_random(key, share=10): return random.Random(_text(key)).random() < 1 / share   # seeded by the key's text: fine
+
+def test_held_out_keys_on_the_whole_key():
+    assert_check(check_held_out, ho_seeded_random)
+    assert_check(check_held_out, held_out, [
+        (ho_sum, 'follows from its sum alone'), (ho_min, 'follows from its smaller number alone'),
+        (ho_max, 'follows from its larger number alone'), (ho_prefix, 'follows from its first letters alone'),
+        (ho_pair_ten, 'share for pairs too')])

@@ -53,6 +53,10 @@ def check_held_out(fn):
     expect(share < 1, "every word is held out: about one in share=10 should be")
     expect(not 0.8 < share < 0.97, f"{share:.0%} of the words are held out, about nine in ten: the opposite of one in share=10 (!= where == was meant?)")
     expect(0.07 <= share <= 0.13, f"{share:.0%} of the words are held out, expected about one in share=10")
+    for part, name in ((lambda w: w[:2], 'its first letters'), (lambda w: w[-2:], 'its last letters')):   # a digest of the whole word splits every group
+        groups = {}
+        for w, o in zip(words, out): groups.setdefault(part(w), set()).add(bool(o))
+        expect(any(len(v) == 2 for v in groups.values()), f"a word's answer follows from {name} alone: take the digest of the whole word")
     _verdicts([run(words[0], share=4)], 'a word with share=4')
     four = [run(w, share=4) for w in words[:1000]]
     _verdicts(four, 'a word with share=4')
@@ -67,3 +71,10 @@ def check_held_out(fn):
            "write the pair in an order that does not depend on the pair's")
     share = sum(map(bool, p)) / len(p)
     expect(0.07 <= share <= 0.13, f"{share:.0%} of the pairs of numbers are held out, expected about one in share=10")
+    for part, name in ((min, 'its smaller number'), (max, 'its larger number'), (sum, 'its sum')):   # a hash of both numbers splits every group
+        groups = {}
+        for ab, o in zip(pairs, p): groups.setdefault(part(ab), set()).add(bool(o))
+        expect(any(len(v) == 2 for v in groups.values()), f"a pair's answer follows from {name} alone (every pair with the same one "
+               "goes to the same side): make the key text of both numbers")
+    four = sum(bool(run(ab, share=4)) for ab in pairs) / len(pairs)
+    expect(0.19 <= four <= 0.31, f"with share=4, {four:.0%} of the pairs of numbers are held out, expected about one in 4: use the argument share for pairs too")
