@@ -460,3 +460,42 @@ def test_audit_merge_lora():
     assert_check(check_merge_lora, mg_unfrozen, [
         (mg_bias_scaled, 'bias is scaled'), (mg_on_cpu, 'on the cpu after merging|another device'), (mg_half, 'changed dtype'),
         (mg_returns_identity, 'return the model you were given'), (LoRALinear, 'not a class'), (nn.Identity(), 'not a module')])
+
+# --- a second audit: parameters the optimizer never sees, a one-signed A, a target matched by a name's end -------------
+class LPlainTensors(nn.Module):       # tensors with requires_grad, not nn.Parameter: model.parameters() (the optimizer) never sees them
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__()
+        self.base, kw = base.requires_grad_(False), dict(dtype=base.weight.dtype, device=base.weight.device)
+        self.A = (torch.randn(r, base.in_features, **kw) * 0.01).requires_grad_()
+        self.B = torch.zeros(base.out_features, r, **kw, requires_grad=True)
+        self.s, self.drop = alpha / r, nn.Dropout(dropout)
+    def forward(self, x): return self.base(x) + self.drop(x) @ self.A.T @ self.B.T * self.s
+class LParameterTo(LPlainTensors):     # nn.Parameter(...).to(device): a copy, no parameter, on a GPU (the check's other device)
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        nn.Module.__init__(self)
+        self.base, dt, dev = base.requires_grad_(False), base.weight.dtype, base.weight.device
+        self.A = nn.Parameter(torch.randn(r, base.in_features, dtype=dt) * 0.01).to(dev)
+        self.B = nn.Parameter(torch.zeros(base.out_features, r, dtype=dt)).to(dev)
+        self.s, self.drop = alpha / r, nn.Dropout(dropout)
+class LRandA(LoRALinear):              # torch.rand: every entry of A in [0, 1)
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout); nn.init.uniform_(self.A)
+class LKaimingDefault(LoRALinear):     # valid: kaiming_uniform_ without a=sqrt(5)
+    def __init__(self, base, r=8, alpha=16, dropout=0.):
+        super().__init__(base, r, alpha, dropout); nn.init.kaiming_uniform_(self.A)
+
+def al_endswith(model, targets, r=8, alpha=16, dropout=0.):   # n.endswith(t) without the dot: 'heads' matches 'unifyheads'
+    model.requires_grad_(False)
+    names = [n for n, m in model.named_modules() if isinstance(m, nn.Linear) and any(n.endswith(t) for t in targets)]
+    if not names: raise ValueError(f"targets: nothing is named {targets}")
+    for n in names: model.set_submodule(n, LoRALinear(model.get_submodule(n), r, alpha, dropout))
+    return model
+def al_train_mode(model, targets, r=8, alpha=16, dropout=0.): return add_lora(model, targets, r, alpha, dropout).train()   # valid
+
+def test_audit_parameters_and_names():
+    for ok in (LKaimingDefault,): assert_check(check_lora_linear, ok)
+    assert_check(check_add_lora, al_train_mode)
+    assert_check(check_lora_linear, LoRALinear, [
+        (LPlainTensors, "A is not among your layer's parameters"), (LParameterTo, "not among your layer's parameters around a base on"),
+        (LRandA, 'all have one sign')])
+    assert_check(check_add_lora, add_lora, [(al_endswith, "'unifyheads' ends with 'heads' but is not named by it")])

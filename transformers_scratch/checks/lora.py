@@ -32,6 +32,13 @@ def _parts(m, what='your LoRALinear'):
     expect(isinstance(m.base, nn.Linear), f"self.base should be the nn.Linear you were given, got {type(m.base).__name__}")
     return m.base, _w(m.A, 'A'), _w(m.B, 'B')
 
+def _registered(m, A, B, where=''):
+    "`expect` A and B to be among `m`'s parameters, which the optimizer is given"
+    own = [p for p in m.parameters()]
+    miss = [n for n, t in (('A', A), ('B', B)) if not any(t is p for p in own)]
+    expect(not miss, f"{miss[0] if miss else ''} is not among your layer's parameters{where} (a tensor with requires_grad, or nn.Parameter(...).to(device), "
+                     "which copies it?): make the tensor with dtype= and device=, then wrap it in nn.Parameter, so that the optimizer sees it")
+
 def _upd(x, A, B, s): return x @ A.T @ B.T * s
 
 def _lin_error(e, args):
@@ -62,12 +69,15 @@ def _lora_init(m, W0, b0, i, o, r, bias, dt):
     expect(A.dtype == dt and B.dtype == dt, f"A and B should have the base weight's dtype ({str(dt).replace('torch.', '')} here), got "
            f"{str(A.dtype).replace('torch.', '')}: make them with dtype=base.weight.dtype, device=base.weight.device")
     expect(A.requires_grad and B.requires_grad, "A and B should train: make them nn.Parameter (requires_grad=True)")
+    _registered(m, A, B)
     extra = [n for n, p in m.named_parameters() if p.requires_grad and p is not A and p is not B]
     expect(not extra, f"only A and B should train, but {extra[0] if extra else ''} does too")
     expect(bool(torch.isfinite(A).all() and torch.isfinite(B).all()), "A or B holds NaN or inf: torch.empty is not initialised, draw A and zero B")
     expect(not ((B != 0).any() and (A == 0).all()), "A and B's starting values are swapped: B starts at zero, A is drawn small at random")
     expect(bool((B == 0).all()), "B should start at zero, so that the adapted layer starts equal to the base (otherwise the model changes before training)")
     expect(bool((A != 0).any()), "A should be drawn at random, not zero: with A and B both zero no gradient reaches either, nothing trains")
+    expect(not (bool((A > 0).all()) or bool((A < 0).all())), "A's entries all have one sign (torch.rand draws in [0, 1)): draw them around zero, "
+                                                            "randn·0.01 or kaiming_uniform_(A, a=math.sqrt(5))")
     expect(A.unique().numel() > 1, "A's entries are all equal: draw them at random (kaiming_uniform_, as nn.Linear draws its weight, or randn·0.01)")
     expect(float(A.detach().double().std()) < 0.8, f"A is drawn too large (std {float(A.detach().double().std()):.2f}): draw it small, e.g. nn.init.kaiming_uniform_(A, a=math.sqrt(5)) as nn.Linear does, or randn·0.01")
     return base, A, B
@@ -130,6 +140,7 @@ def _check_lora_device(cls):
         expect(False, f"your LoRALinear fails around a base on another device (device='{dev}', standing for a GPU): {' '.join(str(e).split())[:100]}; "
                       "make A and B with device=base.weight.device")
     base, A, B = _parts(m)
+    _registered(m, A, B, f" around a base on '{dev}'")
     wrong = [(n, t.device.type) for n, t in (('A', A), ('B', B)) if t.device.type != torch.device(dev).type]
     expect(not wrong, f"{wrong[0][0] if wrong else ''} is made on the {wrong[0][1] if wrong else ''} while the base is on '{dev}': make A and B with "
                       "device=base.weight.device (on a GPU, the adapted layer would fail at its first input)")
@@ -232,6 +243,7 @@ def check_add_lora(fn):
             diagnose(train, _ref_logits(orig, names, got, r, alpha, ids, dropout=p), [(logits, f"dropout={p} was not passed on: LoRALinear(base, r, alpha, dropout)")],
                      f"in training mode with dropout={p} the logits differ from the model with LoRALinear(base, r, alpha, dropout) at each target, under the same seed")
     _check_misspelt(fn)
+    _check_misspelt(fn, 'heads')   # the end of a name ('unifyheads') is not a name
 
 def _check_misspelt(fn, typo='toquery'):
     "A target that names no Linear must raise, naming it: otherwise nothing is adapted and training changes nothing"
@@ -243,6 +255,8 @@ def _check_misspelt(fn, typo='toquery'):
                f"nothing (ValueError(f\"targets: no nn.Linear is named {{t!r}}\"))")
         return
     n = len(_wrappers(out)) if isinstance(out, nn.Module) else 0
+    expect(typo != 'heads', f"add_lora(model, ['heads']) wrapped {n} Linears: 'unifyheads' ends with 'heads' but is not named by it; a name "
+                            "matches a target if it is the target or ends with '.' + target, and a target that names none should raise")
     expect(False, f"add_lora(model, ['{typo}']) (a misspelt target: no module has that name) " + (f"wrapped {n} Linears" if n else "adapted nothing and said nothing")
            + ": a target that names no nn.Linear should raise a ValueError naming it; silently, training would change nothing")
 
