@@ -420,3 +420,14 @@ def test_ablated_loss_check_on_a_gpu(monkeypatch):
     import transformers_scratch.checks.interpret as ci
     monkeypatch.setattr(ci, 'other_device', lambda: 'cpu')
     for ok in (ablated_loss, abl_library, abl_manual): assert_check(check_ablated_loss, ok)
+
+def abl_head_size_4(model, x, t, layer, head):             # the head size hard-coded (4: the check's first model's, by chance)
+    def zero(mod, inp): z = inp[0].clone(); z[..., head * 4:(head + 1) * 4] = 0; return (z,)
+    with hooked(pre=[(model.blocks[layer].attention.unifyheads, zero)]): return half_losses(token_losses(model, x), t)[1].item()
+def abl_cpu_scalar(model, x, t, layer, head):              # the float wrapped in a 0-d tensor on the CPU: harmless on a GPU too
+    return torch.tensor(ablated_loss(model, x, t, layer, head))
+
+def test_ablated_loss_head_size_and_a_cpu_scalar():
+    "The check's models have head sizes 4 and 8, so a hard-coded size is caught; a loss returned as a CPU 0-d tensor passes"
+    assert_check(check_ablated_loss, ablated_loss, [(abl_head_size_4, 'differs from the repeated half'), (abl_cpu_mask, 'made on the CPU')])
+    assert_check(check_ablated_loss, abl_cpu_scalar)

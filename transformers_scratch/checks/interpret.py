@@ -109,7 +109,7 @@ from ..runtime import evaluating
 
 def _random_model(seed, **kw):
     "A small attention-only decoder whose every weight is drawn large enough that each head and each norm matters"
-    c = ModelConfig(emb=16, heads=4, depth=2, seq_len=16, n_tokens=12, pos='rope', mlp='none', **kw)
+    c = ModelConfig(**{**dict(emb=16, heads=4, depth=2, seq_len=16, n_tokens=12, pos='rope', mlp='none'), **kw})
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         m = GenerationTransformer(c)
@@ -157,7 +157,8 @@ def _meaned(z, lo, hi):
 def _loss_elsewhere(fn, m, *args):
     "Run `fn(model, ...)` on copies on `other_device()`: on a GPU it must run and give a loss; `meta` stands in for one (`on_device`)"
     dev = other_device()
-    if dev == 'meta': return on_device(fn, m, *args)          # a value read (.item()) stops it there: judged on the CPU
+    if dev == 'meta':    # a value read (.item()) stops it there: judged on the CPU, by what meets the model (a loss made on the CPU is fine)
+        return on_device(lambda m, x, *rest: (fn(m, x, *rest), x.sum() * 0.)[1], m, *args)   # what it returns is judged elsewhere
     import copy
     hint = lambda e, a: (f"your code fails with the model on the {dev}: a tensor of yours is made on the CPU; create it with "
                          "device=x.device (or torch.*_like)") if any(k in str(e) for k in ('same device', 'expected device', 'cross-device')) else None
@@ -174,8 +175,8 @@ def _loss_value(out):
 def check_ablated_loss(fn):
     "Check `fn(model, x, t, layer, head)`: the repeated half's mean loss with head `head` of block `layer` zeroed; the model left as found"
     g = torch.Generator().manual_seed(5)
-    m = _random_model(0)
-    for t, layer, head in ((6, 1, 2), (7, 0, 1), (5, 1, 0), (8, 0, 3)):
+    m0, m2 = _random_model(0), _random_model(6, heads=2)            # head sizes 4 and 8: a head size copied from somewhere shows
+    for t, layer, head, m in ((6, 1, 2, m0), (7, 0, 1, m0), (5, 1, 0, m0), (8, 0, 3, m0), (8, 0, 1, m2)):
         x = torch.randint(0, 12, (4, t), generator=g); x = torch.cat([x, x], 1)
         before = {k: v.clone() for k, v in m.state_dict().items()}
         grads, glob = [p.requires_grad for p in m.parameters()], _global_hooks()
