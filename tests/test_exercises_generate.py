@@ -364,3 +364,16 @@ def p_threshold(z, p): return z.masked_fill(F.softmax(z, -1) < p, NEG)     # eac
 def test_top_p_more_causes():
     assert_check(check_top_p, top_p_filter, [(p_no_softmax, 'adds up the logits'), (p_gather_back, 'does not undo the sort'),
                                              (p_threshold, 'own probability')])
+
+
+# audit of lessons 20-28: a generator of one's own (or the global RNG reseeded inside) gives the same ids whatever the seed
+def s_own_generator(z, T=1.0, generator=None):              # ignores the generator given for one of its own, fixed seed
+    g = torch.Generator(device=z.device).manual_seed(42)
+    return torch.multinomial(F.softmax(z.float() / T, -1).reshape(-1, z.size(-1)), 1, generator=g).view(z.shape[:-1])
+def s_reseeded(z, T=1.0, generator=None):                   # torch.manual_seed inside, the global RNG drawn
+    torch.manual_seed(0)
+    return torch.multinomial(F.softmax(z.float() / T, -1).reshape(-1, z.size(-1)), 1).view(z.shape[:-1])
+
+def test_sample_follows_the_generator():
+    assert_check(check_sample, sample, [(s_own_generator, 'different seeds gave the same ids'),
+                                        (s_reseeded, 'different seeds gave the same ids')])

@@ -75,6 +75,9 @@ def check_sample(fn):
         expect(isinstance(a, torch.Tensor) and isinstance(b2, torch.Tensor) and a.shape == b2.shape, "return a tensor of (b,) ids when given a generator too")
         expect(torch.equal(a, b2), "two generators with the same seed gave different ids: your draw does not use `generator`; "
                "pass it on (the drawing function takes generator=...)")
+        c = call_on_logits(fn, zg, 1.0, torch.Generator().manual_seed(8))   # another seed: other ids (50 rows of 9 tokens)
+        expect(not (isinstance(c, torch.Tensor) and torch.equal(a, c)), "two generators with different seeds gave the same ids: "
+               "your draw does not follow `generator` (a generator of your own, or torch.manual_seed inside?): pass the one given on")
     on_device(fn, rand(2, 9, seed=3))
 
 # %% ../../nbs/20_generate.ipynb #b594a268
