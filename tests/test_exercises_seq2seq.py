@@ -233,14 +233,14 @@ def test_check_seq2seq_loss():
 
 # --- greedy_decode -------------------------------------------------------------------------------------------------
 def _gd(model, src, max_len=50, bos_idx=2, eos_idx=3, keep_bos=False, keep_eos=False, stop=True, pos=-1, evals=True,
-        restore=True, limit=None, as_list=False):
+        restore=True, limit=None, as_list=False, also=()):
     was = model.training
     if evals: model.eval()
     ys = [bos_idx]
     with torch.no_grad():
         for _ in range(limit if limit is not None else max_len):
             nxt = int(model(src[None], torch.tensor([ys]))[0, pos].argmax())
-            if nxt == eos_idx and stop:
+            if (nxt == eos_idx or nxt in also) and stop:
                 if keep_eos: ys.append(nxt)
                 break
             ys.append(nxt)
@@ -259,6 +259,19 @@ def gd_minus1(m, s, max_len=50, bos_idx=2, eos_idx=3):    return _gd(m, s, max_l
 def gd_hard_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, 2, eos_idx)
 def gd_list(m, s, max_len=50, bos_idx=2, eos_idx=3):      return _gd(m, s, max_len, bos_idx, eos_idx, as_list=True)
 def gd_float(m, s, max_len=50, bos_idx=2, eos_idx=3):     return _gd(m, s, max_len, bos_idx, eos_idx).float()
+def gd_stop_3(m, s, max_len=50, bos_idx=2, eos_idx=3):    return _gd(m, s, max_len, bos_idx, eos_idx, also=(3,))   # the default EOS too
+def gd_stop_0(m, s, max_len=50, bos_idx=2, eos_idx=3):    return _gd(m, s, max_len, bos_idx, eos_idx, also=(0,))   # at id 0 too
+def gd_stop_bos(m, s, max_len=50, bos_idx=2, eos_idx=3):  return _gd(m, s, max_len, bos_idx, eos_idx, also=(2,))   # the default BOS
+def gd_while(m, s, max_len=50, bos_idx=2, eos_idx=3):     # valid: a while loop over a list, the mode restored by hand
+    was, ys = m.training, [bos_idx]
+    m.eval()
+    with torch.no_grad():
+        while len(ys) <= max_len:
+            nxt = int(m(s[None], torch.tensor([ys], device=s.device))[0, -1].argmax())
+            if nxt == eos_idx: break
+            ys.append(nxt)
+    m.train(was)
+    return torch.tensor(ys[1:], dtype=torch.long, device=s.device)
 
 def sl_view(l, lab, pad_idx=1, smoothing=0.):
     return F.cross_entropy(l.view(-1, l.size(-1)), lab.view(-1), ignore_index=pad_idx, label_smoothing=smoothing)
@@ -286,6 +299,12 @@ def test_check_greedy_decode():
         (gd_first_pos, 'LAST position'), (gd_no_eval, 'model.eval'), (gd_no_restore, 'mode you found it'),
         (gd_max50, 'at most max_len'), (gd_minus1, 'off by one'), (gd_hard_bos, 'bos_idx'), (gd_list, '1-D LongTensor'),
         (gd_float, 'torch.long')])
+
+def test_check_greedy_decode_stops_at_eos_only():   # each was accepted: no fixture's translation held 0, 2 or 3 before EOS
+    assert_check(check_greedy_decode, greedy_decode, [(gd_stop_3, 'stopped early, at id 3'),
+                                                      (gd_stop_0, 'stopped early, at id 0'),
+                                                      (gd_stop_bos, 'stopped early, at id 2')])
+    assert_check(check_greedy_decode, gd_while)
 
 
 # --- no check crashes in its own code, whatever a learner returns (issue 23) ---------------------------------------------

@@ -599,7 +599,8 @@ def _src_hint(e, args):
 def check_greedy_decode(fn):
     "Check `fn(model, src, max_len, bos_idx, eos_idx)` with stand-in models whose argmax is known, for several settings"
     for v, (bos, eos), stop, max_len, t, seed in ((11, (2, 3), 6, 50, 5, 0), (17, (0, 5), 4, 50, 9, 1),
-                                                  (13, (2, 3), 9, 5, 3, 2), (19, (4, 7), 1, 8, 6, 3)):
+                                                  (13, (2, 3), 9, 5, 3, 2), (19, (4, 7), 1, 8, 6, 3),
+                                                  (13, (4, 6), 8, 50, 5, 4)):   # ids 0, 2 and 3 inside: only eos_idx stops
         run = Runs(fn, on_error=_src_hint)
         model = _ScriptedModel(v, eos, bos, stop, seed)
         src = randint(4, v, (t,), seed=seed)
@@ -623,6 +624,8 @@ def check_greedy_decode(fn):
                f"you went on after EOS: stop as soon as the model predicts eos_idx (here {eos}: use the argument)")
         expect(n <= max_len, f"{n} ids for max_len={max_len}: return at most max_len ids")
         expect(not (n == max_len - 1 and torch.equal(out, ref[:-1])), f"off by one: you stopped at max_len - 1 = {max_len - 1} ids")
+        expect(not (n < len(ref) and torch.equal(out, ref[:n])), f"you stopped early, at id {int(ref[n]) if n < len(ref) else ''}: "
+               f"stop only when the model predicts eos_idx (here {eos}: use the argument), not at another id")
         expect(not torch.equal(out, _train_ref(model, src, max_len, bos)), "your model was in training mode (dropout on): "
                "call model.eval() before decoding")
         fp, lo = _scripted_ref(model, src, max_len, bos, pos=0), _scripted_ref(model, src, max_len, bos, last_only=True)
