@@ -900,3 +900,23 @@ def gen_args_swapped(model, prompt, n, temperature=1.0, top_k=None, generator=No
 
 def test_generate_args_order():
     assert_check(check_generate, gpt_generate, [(gen_args_swapped, "sample_next's order")])
+
+
+# audit of lessons 20-28: a generator of one's own (or the global RNG reseeded inside) gives the same ids whatever the seed
+def sn_own_generator(logits, temperature=1.0, top_k=None, generator=None):    # ignores the generator given
+    return sample_next(logits, temperature, top_k, torch.Generator(device=logits.device).manual_seed(42))
+def sn_reseeded(logits, temperature=1.0, top_k=None, generator=None):         # torch.manual_seed inside, the global RNG drawn
+    torch.manual_seed(0)
+    return sample_next(logits, temperature, top_k, None)
+def gen_own_generator(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    return _loop(model, prompt, n, temperature, top_k, torch.Generator(device=prompt.device).manual_seed(0))
+def gen_reseeded(model, prompt, n, temperature=1.0, top_k=None, generator=None):
+    torch.manual_seed(0)
+    return _loop(model, prompt, n, temperature, top_k, None)
+
+def test_sampling_follows_the_generator():
+    with torch.random.fork_rng(devices=[]):
+        assert_check(check_sample_next, sample_next, [(sn_own_generator, 'different seeds gave the same ids'),
+                                                      (sn_reseeded, 'different seeds gave the same ids')])
+        assert_check(check_generate, gpt_generate, [(gen_own_generator, 'different seeds gave the same text'),
+                                                    (gen_reseeded, 'different seeds gave the same text')])

@@ -612,6 +612,9 @@ def check_sample_next(fn):
         a, b2 = (call_on_logits(fn, zg, 1.0, 5, torch.Generator().manual_seed(7)) for _ in range(2))
         expect(isinstance(a, torch.Tensor) and isinstance(b2, torch.Tensor) and torch.equal(a, b2), "two generators with "
                "the same seed gave different ids: pass `generator` on to the draw (torch.multinomial takes generator=...)")
+        c = call_on_logits(fn, zg, 1.0, 5, torch.Generator().manual_seed(8))   # another seed: other ids (50 rows of 9 tokens)
+        expect(not (isinstance(c, torch.Tensor) and torch.equal(a, c)), "two generators with different seeds gave the same ids: "
+               "your draw does not follow `generator` (a generator of your own, or torch.manual_seed inside?): pass the one given on")
     on_device(fn, rand(4, 9, seed=3), 0.8, 3)
 
 # %% ../../nbs/26_your_gpt.ipynb #3cded392
@@ -716,6 +719,8 @@ def check_generate(fn):
     greedy = _counted([0], 12, 6, 4)
     expect(not torch.equal(runs[0], runs[2]) or not torch.equal(runs[0], greedy), "the output does not "
            "change with the seed: draw with sample_next, don't take the argmax")
+    expect(not torch.equal(runs[0], runs[2]), "two generators with different seeds gave the same text: pass the generator "
+           "you are given on to sample_next (not one of your own, nor torch.manual_seed inside)")
     expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1.0, 1), greedy), "with top_k=1 only the most likely token can "
            "come out: pass top_k on to sample_next")
     expect(torch.equal(_gen(fn, soft, torch.tensor([0]), 12, 1e-3), greedy), "at temperature 1e-3 the most likely token "
