@@ -396,3 +396,28 @@ def test_selfattention_forward_dropout_places_issue31():
     assert_check(check_selfattention_forward, selfattention_forward, [
         (sf_drop_projections, r'queries, keys and values'), (sf_drop_scores, r'before the softmax')])
     assert_check(check_selfattention_forward, sf_module)
+
+
+# --- dropout with a mask, as a causal model trains (each of these was accepted: dropout was tried without a mask only) --
+def _scores(q, k): return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+def att_drop_no_mask_only(q, k, v, mask=None, dropout=0., training=False):   # two branches, dropout in one
+    if mask is None: return F.dropout(F.softmax(_scores(q, k), -1), dropout, training) @ v
+    return masked_softmax(_scores(q, k), mask) @ v
+def att_mask_eval_only(q, k, v, mask=None, dropout=0., training=False):      # the mask forgotten in the training branch
+    if training: return F.dropout(F.softmax(_scores(q, k), -1), dropout, training) @ v
+    return masked_softmax(_scores(q, k), mask) @ v
+def att_mask_overrides(q, k, v, mask=None, dropout=0., training=False):      # the masked weights replace the dropped ones
+    w = F.dropout(F.softmax(_scores(q, k), -1), dropout, training)
+    if mask is not None: w = masked_softmax(_scores(q, k), mask)
+    return w @ v
+def att_sdpa_masked(q, k, v, mask=None, dropout=0., training=False):         # valid: SDPA's dropout, an additive mask
+    p = dropout if training else 0.
+    if mask is None: return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+    add = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, torch.finfo(q.dtype).min)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=add, dropout_p=p).masked_fill(~mask.any(-1, keepdim=True), 0.)
+
+def test_attention_dropout_with_a_mask():
+    assert_check(check_attention, attention, [
+        (att_drop_no_mask_only, 'with a mask .* no weight was dropped'), (att_mask_eval_only, 'hidden \\(future\\) keys got weight'),
+        (att_mask_overrides, 'with a mask .* no weight was dropped')])
+    for ok in (att_sdpa_masked, att_where, att_bernoulli, fast_attention): assert_check(check_attention, ok)

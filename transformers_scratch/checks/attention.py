@@ -163,6 +163,24 @@ def check_attention(fn):
     c = dw[~zero] / w[~zero]
     expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "the kept weights should be scaled by 1/(1 - dropout), so "
                                                              "that their expected value is unchanged")
+    # dropout with a mask, as a causal model trains: the mask still hides the future, dropout still acts on the weights
+    mask = torch.ones(16, 16, dtype=torch.bool).tril()
+    wm = F.softmax((q @ k.transpose(-2, -1) / math.sqrt(8)).masked_fill(~mask, float('-inf')), -1)   # every query sees a key
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        out = run(q, k, v, mask, 0.25, True)
+    run.like(out, ref)
+    dw, vis = out[..., :16], mask.expand(4, 16, 16)
+    expect(bool((dw[~vis] == 0).all()), "with a mask and training=True the hidden (future) keys got weight: apply the "
+                                        "mask in training too, then dropout on the masked weights")
+    zero = (dw == 0) & vis
+    expect(bool(zero.any()), "with a mask and training=True (dropout=0.25) no weight was dropped: dropout acts on the "
+                             "weights with a mask too, F.dropout on the masked softmax")
+    expect_rate(float(zero.sum() / vis.sum()), 0.25, 0.08, "with a mask and dropout=0.25 a quarter of the visible "
+                "weights should be 0")
+    c = dw[vis & ~zero] / wm[vis & ~zero]
+    expect(same(c, torch.full_like(c, 1 / 0.75), atol=1e-4), "with a mask and training=True the kept weights should be "
+           "the masked softmax's, scaled by 1/(1 - dropout)")
 
 # %% ../../nbs/03_attention.ipynb #8691eebf
 #| code-fold: true
