@@ -383,3 +383,10 @@ def rot_f32_out(q, k, v, start=0, theta=10000.):           # cos and sin left in
 def test_check_rotary_bfloat16_issue31():
     assert_check(check_rotary, rotary, [(rot_f32_out, r'bfloat16, got torch.float32')])
     for ok in (rot_float64, rot_polar): assert_check(check_rotary, ok)
+
+
+# audit of lessons 20-28: F.rms_norm without its eps uses torch.finfo(dtype).eps; the hint named no cause
+def rms_torch_no_eps(x, w, eps=1e-5): return F.rms_norm(x, x.shape[-1:], w)
+
+def test_check_rms_norm_eps_not_passed():
+    assert_check(check_rms_norm, rms_norm, [(rms_torch_no_eps, r"finfo\(torch.float32\).eps.*F.rms_norm's default: pass it eps")])

@@ -205,9 +205,11 @@ def check_rms_norm(fn):
                "RMSNorm adds eps to it, inside the square root")
         expect(same(bare, x / ms.sqrt().clamp_min(e) * w) or not same(out, x / ms.sqrt().clamp_min(e) * w), "you clamped the root mean square at eps: RMSNorm adds eps to "
                "the mean of the squares, inside the square root")
-        for other in (1e-5, 1e-6, 1e-8, 0.):
+        tiny = torch.finfo(x.dtype).eps                                   # F.rms_norm's eps when none is passed
+        for other in (1e-5, 1e-6, 1e-8, tiny, 0.):
             wo = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + other) * w
-            what = f"{other:g}" if other else "0 (or a clamp that does nothing at these sizes, as F.normalize's)"
+            what = (f"{other:g}" if other != tiny else f"torch.finfo({x.dtype}).eps = {tiny:.3g}, F.rms_norm's default: pass "
+                    "it eps") if other else "0 (or a clamp that does nothing at these sizes, as F.normalize's)"
             expect(other == e or same(wo, ref) or not same(out, wo), f"use the eps you are given (eps={e:g} here), added to "
                    f"the mean of the squares: it looks like you used {what}" if given else
                    f"the default eps is 1e-5: it looks like you used {what}")
