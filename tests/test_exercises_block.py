@@ -479,3 +479,21 @@ def pre_fdrop_do_mode(blk, x, pad_mask=None, cache=None):
 def test_check_blocks_dropout_mode_from_do():
     assert_check(check_postnorm_block, post_fdrop_do_mode)
     assert_check(check_prenorm_block, pre_fdrop_do_mode)
+
+
+# the block's own dropout rate read from its config (blk.config.dropout, = blk.do.p): valid, it was refused with
+# "apply blk.do"; a constant rate is not, and an answer without any dropout still gets "apply blk.do"
+def post_fdrop_config(blk, x, pad_mask=None, cache=None):
+    h = blk.norm1(x + F.dropout(blk.attention(x, pad_mask, cache), blk.config.dropout, blk.training)); return blk.norm2(h + blk.ff(h))
+def pre_fdrop_config(blk, x, pad_mask=None, cache=None):
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), blk.config.dropout, blk.training); return h + blk.ff(blk.norm2(h))
+def pre_fdrop_const(blk, x, pad_mask=None, cache=None):
+    h = x + F.dropout(blk.attention(blk.norm1(x), pad_mask, cache), 0.1, blk.training); return h + blk.ff(blk.norm2(h))
+def pre_no_dropout(blk, x, pad_mask=None, cache=None):
+    h = x + blk.attention(blk.norm1(x), pad_mask, cache); return h + blk.ff(blk.norm2(h))
+
+def test_check_blocks_dropout_rate_from_config():
+    assert_check(check_postnorm_block, post_fdrop_config)
+    assert_check(check_prenorm_block, pre_fdrop_config)
+    assert_check(check_prenorm_block, prenorm_block, [(pre_fdrop_const, 'in training mode .* differs from the formula'),
+                                                      (pre_no_dropout, 'apply blk.do')])

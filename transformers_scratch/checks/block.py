@@ -248,9 +248,18 @@ def _expect_train_mode(fn, prenorm, ref, wrongs=()):
                "and blk.ff, each used once")
         expect_mode_kept(lambda b, *a: _block_call(fn, b, *a), blk, x)
 
-def _own_dropout(out, D, no_do):
-    "Did the answer read `D.p` for an F.dropout of its own, and give `no_do`, the block with `do` off, in eval mode? Then training mode judges where it sits"
-    return isinstance(D, DropoutStandIn) and D.read and same(out, no_do, atol=1e-5)
+def _own_dropout(out, D, no_do, fn=None, prenorm=False):
+    """Does the answer give `no_do`, the block with `do` off, in eval mode (an F.dropout of its own, with blk.do.p or the
+    config's rate)? Then training mode judges where it sits; given `fn`, an answer that read no blk.do.p is first run in
+    training mode, where it must have a dropout on the attention output"""
+    if not (isinstance(D, DropoutStandIn) and same(out, no_do, atol=1e-5)): return False
+    if fn is not None and not D.read:
+        blk, x = _train_block(prenorm)
+        with torch.no_grad():
+            got = seeded(_block_call, fn, blk, x)
+            expect(not same(got, seeded(_prenorm if prenorm else _postnorm, blk, x, nn.Identity()), atol=1e-5),
+                   "apply blk.do (the dropout) to the attention output, before the residual sum")
+    return True
 
 def _test_blocks(prenorm):
     "Small blocks in eval mode (a batch of one, batches of 3 and 4, float64), random LayerNorm weights, `do` a `DropoutStandIn`; with inputs and irregular pad masks"
@@ -302,7 +311,7 @@ def check_postnorm_block(fn):
             out = _block_call(fn, blk, x)
             h = N1(x + D(Ao(x)))
             expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
-            if _own_dropout(out, D, (lambda g: N2(g + F_(g)))(N1(x + Ao(x)))): D = nn.Identity()
+            if _own_dropout(out, D, (lambda g: N2(g + F_(g)))(N1(x + Ao(x))), fn, False): D = nn.Identity()
             elif not same(out, N2(h + F_(h)), atol=1e-5): block_wrongs(out, _postnorm_wrongs(blk, x, D), _postnorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the post-norm block and from each usual mistake: h = norm1(x + do(attention(x))), then norm2(h + ff(h))")
             out = _block_call(fn, blk, x, pad)
@@ -381,7 +390,7 @@ def check_prenorm_block(fn):
             out = _block_call(fn, blk, x)
             h = x + D(Ao(N1(x)))
             expect(same(out, _block_call(fn, blk, x)), _RANDOM_IN_EVAL)
-            if _own_dropout(out, D, _prenorm(blk, x, nn.Identity())): D = nn.Identity()
+            if _own_dropout(out, D, _prenorm(blk, x, nn.Identity()), fn, True): D = nn.Identity()
             elif not same(out, h + F_(N2(h)), atol=1e-5): block_wrongs(out, prenorm_wrongs(blk, x, D), prenorm_wrongs(blk, x, nn.Identity()),
                 f"for x of shape {tuple(x.shape)} the output differs from the pre-norm block and from each usual mistake: h = x + do(attention(norm1(x))), then h + ff(norm2(h))")
             out = _block_call(fn, blk, x, pad)
