@@ -119,3 +119,12 @@ def cs_square_only(s):                                      # a square mask of t
 def test_causal_scores_causes():
     assert_check(check_causal_scores, causal_scores, [(cs_row_early, 'one row early|negative start'),
                                                       (cs_square_only, 'not square|both sizes')])
+
+
+# audit of lessons 20-28: neg_fill(float64) made into a float32 tensor overflows to -inf; the hint said "you filled with -inf"
+def c_fill_tensor_f32(s): return s.masked_fill(_future(s), torch.tensor(neg_fill(s.dtype)))       # torch.tensor(x) is float32
+def c_fill_tensor_dtype(s): return s.masked_fill(_future(s), torch.tensor(neg_fill(s.dtype), dtype=s.dtype, device=s.device))   # valid
+
+def test_causal_scores_fill_through_float32():
+    assert_check(check_causal_scores, causal_scores, [(c_fill_tensor_f32, 'right in float32, but in float64.*float32 tensor')])
+    assert_check(check_causal_scores, c_fill_tensor_dtype)

@@ -50,6 +50,9 @@ def check_causal_scores(fn):
         if kept and bool(torch.isneginf(out).any()):
             expect(dt not in (torch.float16, torch.bfloat16), f"in {dt} your fill became -inf: it does not fit the dtype; fill "
                    "with neg_fill(scores.dtype), the most negative finite number of the scores' own dtype")
+            expect(dt != torch.float64, "right in float32, but in float64 your fill became -inf: neg_fill(torch.float64) went "
+                   "through a float32 tensor (torch.tensor(x) is float32 unless given dtype=), where it overflows; fill with the "
+                   "number itself, or a tensor of the scores' dtype (scores.new_tensor(...))")
             expect(False, "you filled with -inf, the bug of lesson 02: a row whose keys are all masked turns into NaN after the "
                    "softmax; fill with neg_fill(scores.dtype), the most negative finite number of the dtype")
         hidden = (out <= max(-1e30, torch.finfo(dt).min)).reshape(-1, tq, tk).all(0)   # (tq, tk): neg_fill everywhere
