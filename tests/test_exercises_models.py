@@ -234,3 +234,14 @@ def test_dropout_counted_and_placed():
         (do_after_each_block, r'trunk.do 4 times.*ran once more after each'), (do_twice_on_tokens, r'trunk.do twice'),
         (do_on_tokens_and_positions, r'trunk.do twice'), (f_dropout_p_end_too, r'drawn again on the output'),
         (f_dropout_p_always, r'changes from call to call'), (f_dropout_p_tokens, r'not the tokens alone')])
+
+
+# the rate read from the trunk's config (trunk.config.dropout, = trunk.do.p): valid, it was refused with "you forgot
+# trunk.do" (the eval-mode fixtures swap trunk.do for a stand-in); a constant rate is not, nor no dropout at all
+def f_dropout_config(t, x): return _body(t, x, lambda h: F.dropout(h, t.config.dropout, t.training))
+def f_dropout_const(t, x): return _body(t, x, lambda h: F.dropout(h, 0.1, t.training))
+
+def test_dropout_rate_from_the_config():
+    assert_check(check_trunk_forward, f_dropout_config)
+    assert_check(check_trunk_forward, trunk_forward, [(f_dropout_const, r'wrong in training mode'),
+                                                      (no_dropout, r'forgot trunk.do')])

@@ -147,6 +147,16 @@ def _expect_do_once(trunk, x):
            f"{', and it ran once more after each' if n == depth + 1 else ''}): apply it once, to the sum of the token and "
            "position embeddings, before the blocks — each block has its own dropout inside")
 
+def _expect_own_dropout(run):
+    """An answer right in eval mode without trunk.do, which never called it nor read its rate: in training mode it must drop
+    the embeddings (F.dropout(h, trunk.config.dropout, trunk.training) does; where and how is judged there later)"""
+    trunk, x = _train_case()
+    with torch.no_grad():
+        out = seeded(run, trunk, x, seed=5)
+        run.like(out, x[..., None].expand(*x.shape, trunk.token_emb.embedding_dim).float(), 'the output in training mode')
+        expect(not same(_real(out, trunk, x), _real(seeded(_trunk_run, trunk, x, seed=5, do='none'), trunk, x)),
+               "you forgot trunk.do, the dropout on the embeddings: apply it to token + position embeddings")
+
 def _check_train_mode(run, trunk, x):
     "In training mode, under the same random draws as the reference: where and how often dropout is drawn shows"
     out = seeded(run, trunk, x, seed=5)
@@ -175,6 +185,7 @@ def check_trunk_forward(fn):
     with torch.no_grad():
         for trunk, x in _trunk_cases(real_do):
             out = run(trunk, x)
+            called = not isinstance(trunk.do, _Scale) or bool(trunk.do.calls)   # did the answer call trunk.do?
             if isinstance(trunk.do, _Scale): _expect_do_once(trunk, x)
             ref = _trunk_run(trunk, x)
             run.like(out, ref)
@@ -183,6 +194,12 @@ def check_trunk_forward(fn):
             if not same(out, ref):                         # eval mode: the output must not be random
                 expect(same(seeded(run, trunk, x, seed=1), seeded(run, trunk, x, seed=2)), "in eval mode your output changes "
                        "from call to call: a dropout that ignores the trunk's mode (F.dropout(h, p) is always on) — use trunk.do")
+            if not called:                                   # no trunk.do, no trunk.do.p: a rate read from trunk.config?
+                low = ref.dtype == torch.bfloat16
+                none = _trunk_run(copy.deepcopy(trunk).double() if low else trunk, x, do='none')
+                if same(out, _real(none, trunk, x), **(dict(atol=0.05, rtol=0.05) if low else {})):
+                    _expect_own_dropout(run)                 # judged in training mode
+                    continue
             if ref.dtype != torch.bfloat16:
                 diagnose(out, ref, _trunk_wrongs(trunk, x), "the values are wrong: token embeddings plus positions, trunk.do, "
                          "every block with the pad mask, then trunk.norm")
