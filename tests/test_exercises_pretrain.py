@@ -221,3 +221,14 @@ class KwargsDropped(MaskedLMDataLoader):        # bs and the rest never reach Da
 def test_loader_set_up_wrongly_is_named():
     assert_check(check_masked_lm_loader, MaskedLMDataLoader, [(NoSuperInit, r"super\(\).__init__|DataLoader"),
                                                             (KwargsDropped, r"bs|keyword|batch")])
+
+
+# n_tokens not passed on: the random ids (10% of the selected) come from a smaller range; each was accepted
+class n_tokens_mask_idx(_L):                    # the mask id given as the vocabulary's size
+    def mask(self, x, g=None): return mask_tokens(x, self.mask_idx, self.mask_idx, 1, self.special_ids, self.p, self.g)
+class n_tokens_ten(_L):                         # a vocabulary size of its own
+    def mask(self, x, g=None): return mask_tokens(x, self.mask_idx, 10, 1, self.special_ids, self.p, self.g)
+
+def test_random_ids_span_the_vocabulary():
+    assert_check(check_masked_lm_loader, MaskedLMDataLoader, [(n_tokens_mask_idx, r'whole vocabulary \[0, n_tokens=40\)'),
+                                                               (n_tokens_ten, r'they all lie below 10')])

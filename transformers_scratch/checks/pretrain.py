@@ -101,6 +101,10 @@ def _expect_rates(batches, windows, what, p=0.3):
     expect_rate(masked, 0.8, _tol(0.8, n), f"in the {what}, 80% of the selected positions should hold the mask id")
     expect_rate(kept, 0.1, _tol(0.1, n), f"in the {what}, 10% of the selected positions should keep their token")
     expect_rate(1 - masked - kept, 0.1, _tol(0.1, n), f"in the {what}, 10% of the selected positions should hold a random id")
+    rnd = sel_in[(sel_in != _MASK) & (sel_in != sel_x)]       # the random ids: uniform over [0, n_tokens), half of them >= V/2
+    expect(len(rnd) > 0 and abs(float((rnd >= _V // 2).float().mean()) - 0.5) <= _tol(0.5, len(rnd)), f"in the {what}, the "
+           f"random ids should come from the whole vocabulary [0, n_tokens={_V}): pass n_tokens on to mask_tokens"
+           + (f" (they all lie below {int(rnd.max()) + 1})" if len(rnd) else ""))
 
 def _expect_new_masks(cls, windows, fixed):
     "Two epochs: the same masks with `fixed`, different ones without; equal for equal seeds whatever the global RNGs do"
