@@ -377,3 +377,18 @@ def s_reseeded(z, T=1.0, generator=None):                   # torch.manual_seed 
 def test_sample_follows_the_generator():
     assert_check(check_sample, sample, [(s_own_generator, 'different seeds gave the same ids'),
                                         (s_reseeded, 'different seeds gave the same ids')])
+
+def tk_cpu_fill(z, k):            # masked_fill with a 0-dim CPU value: CUDA takes it (as a scalar), so the check's meta stand-in does too
+    kth = torch.topk(z, min(k, z.size(-1)), dim=-1).values[..., -1:]
+    return z.masked_fill(z < kth, torch.tensor(float('-inf')))
+def tk_cpu_fill_kw(z, k):
+    kth = torch.topk(z, min(k, z.size(-1)), dim=-1).values[..., -1:]
+    return z.masked_fill(mask=z < kth, value=torch.tensor(float('-inf')))
+def tk_cpu_mask(z, k):            # the mask itself on the CPU: fails on a GPU
+    kth = torch.topk(z, min(k, z.size(-1)), dim=-1).values[..., -1:]
+    return z.masked_fill((z < kth).cpu(), float('-inf'))
+
+def test_top_k_check_takes_a_cpu_scalar_fill():
+    "A 0-dim CPU fill value is fine on a GPU (torch's masked_fill moves it); only meta refused it, with a wrong device hint"
+    for ok in (tk_cpu_fill, tk_cpu_fill_kw): assert_check(check_top_k, ok)
+    assert_check(check_top_k, top_k_filter, [(tk_cpu_mask, "inputs' device")])

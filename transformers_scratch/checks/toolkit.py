@@ -355,6 +355,9 @@ class _DeviceMix(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if getattr(func, '__name__', '') in self.free: return func(*args, **kwargs)
+        if getattr(func, '__name__', '') in ('masked_fill', 'masked_fill_'):   # CUDA takes a 0-dim CPU fill value; meta refuses it
+            scalar = lambda v: v.item() if isinstance(v, torch.Tensor) and v.dim() == 0 and v.device.type == 'cpu' else v
+            args, kwargs = (*args[:2], *map(scalar, args[2:])), {k: scalar(v) if k == 'value' else v for k, v in kwargs.items()}
         seen = args[:1] if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) else (args, kwargs)
         devs = {t.device.type for t in tree_flatten(seen)[0] if isinstance(t, torch.Tensor) and (t.dim() or t.device.type == self.dev)}
         if self.dev in devs and len(devs) > 1:
