@@ -375,3 +375,24 @@ def ml_log_softmax_dim0(l, y):
 def test_masked_lm_loss_wrong_dim():
     assert_check(check_masked_lm_loss, masked_lm_loss, [(ml_log_softmax_dim1, 'dim 1 \\(the positions\\)'),
                                                         (ml_log_softmax_dim0, 'dim 0|dim 1')])
+
+
+# the 80/10/10 choice or the random ids drawn per column or per row, not per position: each shared draw but the
+# per-row random ids was accepted (the rates came out right on average)
+def _shared(x, mask_idx, n_tokens, pad_idx=1, special_ids=(), p=0.15, generator=None, r_shape=None, rnd_shape=None):
+    u = torch.rand(x.shape, generator=generator, device=x.device)
+    r = torch.rand(r_shape(x) if r_shape else x.shape, generator=generator, device=x.device)
+    rnd = torch.randint(0, n_tokens, rnd_shape(x) if rnd_shape else x.shape, generator=generator, device=x.device)
+    sel = (u < p) & (x != pad_idx) & ~torch.isin(x, torch.tensor(list(special_ids), dtype=x.dtype, device=x.device))
+    inp = torch.where(sel & (r < 0.8), torch.full_like(x, mask_idx), x)
+    inp = torch.where(sel & (r >= 0.8) & (r < 0.9), rnd.expand_as(x), inp)
+    return inp, torch.where(sel, x, torch.full_like(x, -100))
+def mt_choice_per_column(x, *a, **k): return _shared(x, *a, **k, r_shape=lambda x: (x.size(-1),))
+def mt_choice_per_row(x, *a, **k):    return _shared(x, *a, **k, r_shape=lambda x: (x.size(0), 1))
+def mt_ids_per_column(x, *a, **k):    return _shared(x, *a, **k, rnd_shape=lambda x: (x.size(-1),))
+
+def test_mask_tokens_draws_per_position():
+    assert_check(check_mask_tokens, _shared)                       # the same draws per position: valid
+    assert_check(check_mask_tokens, mask_tokens, [
+        (mt_choice_per_column, r'shared by a column'), (mt_choice_per_row, r'shared by a row'),
+        (mt_ids_per_column, r'random ids repeat down each column')])

@@ -98,6 +98,18 @@ def check_mask_tokens(fn):
     both = eligible & eligible[:1]
     expect(float((sel == sel[:1])[both].float().mean()) < 0.9, "every row selected the same positions: draw one uniform "
            "number per position, of x's shape (b, t), not one per column (t,)")
+    cls = torch.where(inp == m, 0, torch.where(inp == x, 2, 1)).masked_fill(~sel, -1)   # masked, random, kept; -1: not selected
+    chance = fm * fm + fr * fr + fk * fk                  # two positions' choices agree that often when drawn on their own
+    for a, b, what in ((cls[:64], cls[64:], "a column (every row makes the same choice), of shape (t,)"),
+                       (cls[:, :200], cls[:, 200:], "a row (all its positions make the same choice), of shape (b, 1)")):
+        both = (a >= 0) & (b >= 0)
+        expect(float((a[both] == b[both]).float().mean()) - chance < 0.15, "the choice between the mask id, a random id "
+               f"and keeping the token is shared by {what}: draw its uniform number per position, of x's shape (b, t)")
+    rid = torch.where(cls == 1, inp, -1)                  # the random ids; two in one column should rarely be equal
+    pairs = [((rid[:-s] >= 0) & (rid[s:] >= 0), rid[:-s] == rid[s:]) for s in range(1, len(rid))]
+    n_pairs = sum(int(b.sum()) for b, _ in pairs)
+    expect(n_pairs == 0 or sum(int((b & e).sum()) for b, e in pairs) / n_pairs < 0.5, "the random ids repeat down each "
+           "column: draw one random id per position, torch.randint(0, n_tokens, x.shape, ...), not one per column (t,)")
     expect_rate(rate, p, 0.012, "select each token that is neither a pad nor special with probability p")
     expect(fm < 0.95, f"all the selected tokens became mask_idx ({fm:.2f}): 10% should get a random id and 10% stay as "
            "they are (a second uniform draw, independent of the one that selects, decides which)")
