@@ -421,3 +421,20 @@ def test_attention_dropout_with_a_mask():
         (att_drop_no_mask_only, 'with a mask .* no weight was dropped'), (att_mask_eval_only, 'hidden \\(future\\) keys got weight'),
         (att_mask_overrides, 'with a mask .* no weight was dropped')])
     for ok in (att_sdpa_masked, att_where, att_bernoulli, fast_attention): assert_check(check_attention, ok)
+
+
+# a dropout mask of its own, shared by the batch or by the queries: each was accepted (the rate and scale were right)
+def _att_drop_shape(shape):
+    def at(q, k, v, mask=None, dropout=0., training=False):
+        w = masked_softmax(_scores(q, k), mask)
+        if training and dropout: w = w * (torch.rand(shape(w), device=w.device) >= dropout) / (1 - dropout)
+        return w @ v
+    return at
+att_drop_per_key = _att_drop_shape(lambda w: w.shape[-1:])                      # one draw per key, for every query
+att_drop_2d = _att_drop_shape(lambda w: w.shape[-2:])                           # a (t_q, t_k) mask for the whole batch
+att_drop_over_queries = _att_drop_shape(lambda w: (*w.shape[:-2], 1, w.size(-1)))
+
+def test_attention_dropout_drawn_per_weight():
+    assert_check(check_attention, attention, [
+        (att_drop_per_key, 'shared by the elements of the batch'), (att_drop_2d, 'shared by the elements of the batch'),
+        (att_drop_over_queries, 'shared by the queries')])
