@@ -909,3 +909,28 @@ def tf_lists_dev(tgt, bos_idx=2, eos_idx=3, pad_idx=1):            # valid: the 
 def test_check_teacher_forcing_made_on_cpu():
     assert_check(check_teacher_forcing, tf_lists_dev)
     assert_check(check_teacher_forcing, teacher_forcing, [(tf_lists, 'made on the CPU')])
+
+
+# a dropout mask of its own, shared by the batch, the heads or the queries: the first two were accepted (the spread and
+# the mean of the output were right)
+def _ca_mask_shape(shape):
+    def ca(sa, x, m, pm=None):
+        h = sa.heads
+        q, k, v = split_heads(sa.toqueries(x), h), split_heads(sa.tokeys(m), h), split_heads(sa.tovalues(m), h)
+        w = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if pm is not None: w = w.masked_fill(~pm[:, None, None, :], neg_fill(w.dtype))
+        w = F.softmax(w, -1)
+        if pm is not None: w = w.masked_fill(~pm[:, None, None, :], 0.)
+        if sa.training and sa.dropout: w = w * (torch.rand(shape(w), device=w.device) >= sa.dropout) / (1 - sa.dropout)
+        return sa.unifyheads(merge_heads(w @ v))
+    return ca
+ca_own_mask = _ca_mask_shape(lambda w: w.shape)                                   # valid: one draw per weight
+ca_mask_2d = _ca_mask_shape(lambda w: w.shape[-2:])                               # (t_x, t_m) for every sentence and head
+ca_mask_per_key = _ca_mask_shape(lambda w: w.shape[-1:])
+ca_mask_over_heads = _ca_mask_shape(lambda w: (w.size(0), 1, *w.shape[-2:]))
+
+def test_check_cross_attention_dropout_per_weight():
+    assert_check(check_cross_attention, ca_own_mask)
+    assert_check(check_cross_attention, cross_attention, [
+        (ca_mask_2d, 'shared by the heads'), (ca_mask_per_key, 'shared by the queries'),
+        (ca_mask_over_heads, 'shared by the heads')])

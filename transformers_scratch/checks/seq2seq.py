@@ -135,6 +135,28 @@ def _ref_cross_do(sa, x, m, pm, where='weights', p=None):
     out = sa.unifyheads(out)
     return do(out) if where == 'output' else out
 
+def _expect_dropout_per_weight(fn, b=8, t=8, h=2, s=8):
+    """Cross-attention made to show its weights (each head's values one-hot over the memory's t_m = s positions,
+    sa.unifyheads the identity): in training mode each weight must be dropped on its own"""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        sa = SelfAttention(ModelConfig(emb=h * s, heads=h, dropout=0.3)).train()
+    with torch.no_grad():
+        for lin in (sa.tovalues, sa.unifyheads):
+            lin.weight.copy_(torch.eye(h * s))
+            if lin.bias is not None: lin.bias.zero_()
+        x, m = rand(b, t, h * s, seed=40), torch.eye(s).repeat(1, h).expand(b, s, h * s).contiguous()
+        run = Runs(fn)
+        out = seeded(run, sa, x, m, seed=7)
+        run.like(out, x, 'the output in training mode')
+    zero = out.view(b, t, h, s).transpose(1, 2) == 0                    # (b, h, t_x, t_m): the dropped weights
+    rate = float(zero.float().mean())
+    chance = rate ** 2 + (1 - rate) ** 2                                   # two weights dropped (or kept) alike, drawn on their own
+    for a, c, what in ((zero[:, :, :t // 2], zero[:, :, t // 2:], "the queries (one draw per key)"),
+                       (zero[:, :1], zero[:, 1:], "the heads"), (zero[:b // 2], zero[b // 2:], "the elements of the batch")):
+        expect(float((a == c).float().mean()) - chance < 0.15, f"your dropout mask is shared by {what}: each attention "
+               "weight is dropped on its own, F.dropout(weights, sa.dropout, sa.training)")
+
 _CROSS_DO_WRONGS = [
     (dict(where='none'), "no dropout in training mode: apply F.dropout(weights, sa.dropout, sa.training) to the "
                          "attention weights"),
@@ -216,6 +238,7 @@ def check_cross_attention(fn):
                     "dropout with p = sa.dropout on the attention weights: use sa.dropout, not a constant, once, on the weights")
         expect(same(outs.mean(0), _ref_cross(sa, x, m, pm), atol=0.15, rtol=0.1), "in training mode the mean output drifts: "
                "use F.dropout (it rescales the kept weights by 1/(1-p)), after the softmax")
+    _expect_dropout_per_weight(fn)
     sa, x, m, pm = _cross_fixtures()[1]
     pm0 = pm.clone(); pm0[2] = False                        # the third sentence's memory is all padding
     for dt in (torch.float32, torch.float16):               # and the fill must fit in half precision (-1e9 does not)
