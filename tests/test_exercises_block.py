@@ -497,3 +497,23 @@ def test_check_blocks_dropout_rate_from_config():
     assert_check(check_prenorm_block, pre_fdrop_config)
     assert_check(check_prenorm_block, prenorm_block, [(pre_fdrop_const, 'in training mode .* differs from the formula'),
                                                       (pre_no_dropout, 'apply blk.do')])
+
+
+# the MLP's dropout written by hand with a mask shared by the tokens or by the batch: the second was accepted, the
+# first got a rate hint (7 features: its rate varies)
+class _FFMask(nn.Module):
+    def __init__(self, emb, mult=4, dropout=0., act='relu', shape=None):
+        super().__init__()
+        self.l1, self.act, self.l2, self.p, self.shape = nn.Linear(emb, mult * emb), ACTIVATIONS[act](), nn.Linear(mult * emb, emb), dropout, shape
+    def forward(self, x):
+        y = self.l2(self.act(self.l1(x)))
+        if self.training and self.p: y = y * (torch.rand(self.shape(y), device=y.device) >= self.p) / (1 - self.p)
+        return y
+def ff_own_mask(*a):       return _FFMask(*a, shape=lambda y: y.shape)          # valid: one draw per output
+def ff_mask_per_feature(*a): return _FFMask(*a, shape=lambda y: y.shape[-1:])
+def ff_mask_2d(*a):        return _FFMask(*a, shape=lambda y: y.shape[-2:])     # (t, e) for the whole batch
+
+def test_check_feedforward_dropout_per_output():
+    assert_check(check_feedforward, ff_own_mask)
+    assert_check(check_feedforward, feedforward, [(ff_mask_per_feature, 'shared by the tokens'),
+                                                  (ff_mask_2d, 'shared by the elements of the batch')])

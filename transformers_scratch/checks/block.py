@@ -163,6 +163,11 @@ def _ff_dropout(fn, p):
                f"(measured a rate of {rate:.3f} for dropout={p}, the kept outputs scaled by 1/(1-p)²): one nn.Dropout, at the end")
         expect(float(zero.all(-1).float().mean()) < (rate + rate ** 7) / 2, "your dropout zeroes whole tokens: nn.Dropout zeroes "
                "each output on its own")                      # independent zeros: a token of 7 is all 0 with prob. rate^7
+        chance = rate ** 2 + (1 - rate) ** 2                  # two outputs dropped (or kept) alike, drawn on their own
+        for a, b, what in ((zero[:, :20], zero[:, 20:], "the tokens (one draw per feature)"),
+                           (zero[:32], zero[32:], "the elements of the batch (a mask of shape (t, e)?)")):
+            expect(float((a == b).float().mean()) - chance < 0.15, f"your dropout mask is shared by {what}: nn.Dropout "
+                   "zeroes each output on its own")
         expect(abs(rate - (1 - p)) > 0.03, f"nn.Dropout(p) takes the probability to *drop*: you passed the keep "
                f"probability 1 - p (measured a rate of {rate:.3f} for dropout={p})")
         expect_rate(rate, p, 0.03, f"with dropout={p} a fraction {p} of the outputs should be 0: pass dropout on to the dropout layer")
