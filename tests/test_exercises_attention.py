@@ -436,5 +436,5 @@ att_drop_over_queries = _att_drop_shape(lambda w: (*w.shape[:-2], 1, w.size(-1))
 
 def test_attention_dropout_drawn_per_weight():
     assert_check(check_attention, attention, [
-        (att_drop_per_key, 'shared by the elements of the batch'), (att_drop_2d, 'shared by the elements of the batch'),
+        (att_drop_per_key, 'shared by the queries'), (att_drop_2d, 'shared by the elements of the batch'),
         (att_drop_over_queries, 'shared by the queries')])

@@ -160,8 +160,8 @@ def check_attention(fn):
     expect(float(zero.all(-1).float().mean()) < (rate + rate ** 16) / 2, "your dropout zeroes a query's weights all "
            "together: each weight is dropped on its own (F.dropout on the weights)")
     chance = rate ** 2 + (1 - rate) ** 2                  # two weights dropped (or kept) alike, when drawn on their own
-    for a, b, what in ((zero[:1].expand(3, 16, 16), zero[1:], "the elements of the batch (a mask of shape (t_q, t_k)?)"),
-                       (zero[:, :8], zero[:, 8:], "the queries (one draw per key)")):
+    for a, b, what in ((zero[:, :8], zero[:, 8:], "the queries (one draw per key)"),
+                       (zero[:1].expand(3, 16, 16), zero[1:], "the elements of the batch (a mask of shape (t_q, t_k)?)")):
         expect(float((a == b).float().mean()) - chance < 0.15, f"your dropout mask is shared by {what}: each weight is "
                "dropped on its own, a mask of the weights' full shape (F.dropout on the weights)")
     expect_rate(rate, 0.25, 0.06, "with dropout=0.25 a quarter of the weights should be 0")
