@@ -12,17 +12,32 @@ own base (`run_instruct`), so the seeds vary the data's draw, the weights and th
 `--tasks` takes lesson 51's task names, each with an optional share (`spell:2,add:1`; default: all seven, evenly);
 `--steps` sets the tuning steps, and the training examples grow with them so that each is still seen once;
 `--pretrain-steps` sets the pretraining's (`--pretrain-steps 1`: next to none, a model tuned from its initialisation);
-`--max-train` fixes their number instead (`--tasks reverse --steps 2000 --max-train 1000`: a fixed thousand, each seen 64 times).
+`--max-train` fixes their number instead (`--tasks reverse --steps 2000 --max-train 1000`: a fixed thousand, each seen 64 times);
+`--model` changes the model's shape (`--model depth=4,heads=8`), for pretraining and tuning alike.
 
 Prints one table per variant (mean and range over the seeds of exact match, the share of responses that stop at the
 end token, BLEU for translation), then, as its last line, a JSON object with every number, the machine and its load
 average (timings on a shared machine are upper bounds)."""
-import argparse, json, os, platform, statistics, time
+import argparse, dataclasses, json, os, platform, statistics, time
 import torch
+from transformers_scratch.config import ModelConfig
 from transformers_scratch.instruct import INSTRUCT_QUICK, INSTRUCT_FULL
 from transformers_scratch.runs import run_instruct
 
 VARIANTS = {'response': dict(), 'all': dict(loss_on='all'), 'lora': dict(lora=(8, 16))}
+
+def model_settings(text):
+    "{field: value} of 'depth=4,heads=8': `ModelConfig` fields, each value read as its default's type (a field that defaults to None: a whole number)"
+    defaults = {f.name: getattr(ModelConfig(), f.name) for f in dataclasses.fields(ModelConfig)}
+    out = {}
+    for item in text.split(','):
+        k, eq, v = (x.strip() for x in item.partition('='))
+        if not eq or k not in defaults: raise ValueError(f"expected name=value pairs of ModelConfig's fields ({', '.join(defaults)}), got {item!r}")
+        t = type(defaults[k]) if defaults[k] is not None else int
+        if t is bool and v.lower() not in ('true', 'false', '1', '0'): raise ValueError(f"{k}: expected true or false, got {v!r}")
+        try: out[k] = None if v == 'None' else v.lower() in ('1', 'true') if t is bool else t(v)
+        except ValueError: raise ValueError(f"{k}: expected a {t.__name__}, got {v!r}") from None
+    return out
 
 def summary(runs, key):
     "{task: {measure: (mean, min, max)}} over `runs` of their `key` ('base' or 'tuned')"
@@ -47,6 +62,7 @@ def main():
     ap.add_argument('--max-train', type=int, default=None, help="tuning examples in all (default: bs·steps, each seen once); fewer are seen again and again")
     ap.add_argument('--pretrain-steps', type=int, default=None, help="steps of pretraining on raw text (default: the recipe's; 1 is next to none)")
     ap.add_argument('--pos', default=None, choices=['learned', 'sinusoidal', 'rope'], help="the model's positions (default: the recipe's)")
+    ap.add_argument('--model', default=None, help="other settings of the model (a `ModelConfig`'s fields), for pretraining and tuning alike: 'depth=4,heads=8'")
     ap.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None,
                     help="print each phase of each run as it ends (default: with --full, where a run takes minutes)")
     a = ap.parse_args()
@@ -61,6 +77,9 @@ def main():
     if a.max_train is not None: recipe['tune'] = recipe['tune'].replace(max_train=a.max_train)
     if a.pretrain_steps is not None: recipe['pretrain'] = recipe['pretrain'].replace(n_batches=a.pretrain_steps)
     if a.pos: recipe = {k: r.replace(pos=a.pos) for k, r in recipe.items()}
+    if a.model:
+        try: recipe = {k: r.replace(**model_settings(a.model)) for k, r in recipe.items()}
+        except (ValueError, TypeError) as e: ap.error(f"--model: {e}")
     tasks = None
     if a.tasks:
         try: tasks = {t: float(w) if w else 1 for t, _, w in (x.strip().partition(':') for x in a.tasks.split(','))}
@@ -87,7 +106,7 @@ def main():
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
                f"{dev}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
     print(f"\nmachine: {machine}")
-    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, pretrain_steps=recipe['pretrain'].train.n_batches, max_train=recipe['tune'].train.max_train, pos=recipe['tune'].model.pos,
+    print(json.dumps(dict(recipe='INSTRUCT_FULL' if a.full else 'INSTRUCT_QUICK', steps=recipe['tune'].train.n_batches, pretrain_steps=recipe['pretrain'].train.n_batches, max_train=recipe['tune'].train.max_train, pos=recipe['tune'].model.pos, model=a.model,
                           tasks=tasks, seeds=a.seeds, machine=machine, results=res)))
 
 if __name__ == '__main__': main()

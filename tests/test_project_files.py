@@ -60,3 +60,12 @@ def test_read_rate_measures_both_ways(bench):
     r = bench.read_rate(torch.device('cpu'), mib=4, runs=2)
     assert set(r['gb_per_s']) == {'sum', 'matvec'} and r['best_gb_per_s'] == max(r['gb_per_s'].values()) > 0
     assert bench.cpu_model()
+
+def test_instruct_benchmark_reads_model_settings():
+    "benchmarks/instruct.py --model 'depth=4,heads=8': each value as its field's type; an unknown field or a bare name refused by name"
+    spec = importlib.util.spec_from_file_location('bench_instruct', ROOT/'benchmarks'/'instruct.py')
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    assert m.model_settings('depth=4, heads=8,dropout=0.1,fast=false,kv_heads=None,pos=rope') == dict(depth=4, heads=8, dropout=0.1, fast=False, kv_heads=None, pos='rope')
+    assert m.model_settings('kv_heads=2') == {'kv_heads': 2}
+    for bad in ('width=4', 'depth', 'depth=four', 'fast=maybe'):
+        with pytest.raises(ValueError, match='depth|width|fast'): m.model_settings(bad)
