@@ -43,6 +43,10 @@ def fe_pops(ex, with_response=True):         # the response popped: encode_examp
     r = ex.pop('response')
     return format_example({**ex, 'response': r}, with_response)
 def fe_trailing_newline(ex, with_response=True): return format_example(ex, with_response) + '\n'
+def fe_strips(ex, with_response=True):       # each field stripped: a prompt typed with a space reads differently
+    return format_example({k: v.strip() for k, v in ex.items()}, with_response)
+def fe_strips_input(ex, with_response=True):
+    return format_example({**ex, 'input': ex['input'].strip()}, with_response)
 def fe_copy(ex, with_response=True):         # works on a copy of ex: fine
     ex = dict(ex); ex['input'] = INP + ex['input'] if ex['input'] else ''
     return INST + ex['instruction'] + ex['input'] + RESP + (ex.pop('response') + END if with_response else '')
@@ -57,7 +61,8 @@ def test_format_example():
         (fe_no_resp_marker, '<\\|response\\|> is missing'), (fe_newlines, 'spaces or newlines'),
         (fe_input_first, 'out of order'), (fe_no_input, 'input is missing'), (fe_alpaca, 'differs from the template'),
         (fe_kwonly, 'cannot be called the way'), (fe_mutates, 'changed the example'), (fe_pops, 'changed the example'),
-        (fe_trailing_newline, 'starts or ends with a space or newline')])
+        (fe_trailing_newline, 'starts or ends with a space or newline'),
+        (fe_strips, "spaces were stripped"), (fe_strips_input, "spaces were stripped")])
 
 # --- collate ----------------------------------------------------------------------------------------------------------
 def co_pad_sequence(pairs, pad_id):          # pad_sequence and a mask built from lengths

@@ -17,7 +17,8 @@ from .. import instruct as I   # the library's answers, whatever the notebook's 
 _EXAMPLES = [{'task': 'reverse', 'instruction': "Reverse the word 'stone'.", 'input': '', 'response': 'enots'},
              {'task': 'sentiment', 'instruction': 'Is this review positive or negative?', 'input': 'A dull, slow film.', 'response': 'negative'},
              {'task': 'add', 'instruction': 'What is 47 + 58?', 'input': '', 'response': '105'},
-             {'task': 'translate', 'instruction': 'Translate to English:', 'input': 'Ein Hund rennt.', 'response': 'A dog runs.'}]
+             {'task': 'translate', 'instruction': 'Translate to English:', 'input': 'Ein Hund rennt.', 'response': 'A dog runs.'},
+             {'task': 'translate', 'instruction': 'Translate to English: ', 'input': ' Zwei Hunde spielen. ', 'response': 'Two dogs play.'}]   # spaces are part of the fields
 
 def _fmt_wrongs(ex, w):
     "Texts that typical mistakes give for example `ex` (`w`: with the response)"
@@ -52,6 +53,8 @@ def check_format_example(fn):
             expect(out.strip() != ref, "the text starts or ends with a space or newline: it starts with <|instruction|> and ends with "
                                        + ("<|end|>" if w else "<|response|>"))
             squash = lambda s: re.sub(r'\s+', '', s)
+            expect(squash(out) != squash(ref) or len(out) > len(ref), "the fields' spaces were stripped: copy the instruction, input and response "
+                                                                     "exactly as they are (a space is part of the text the model reads)")
             expect(squash(out) != squash(ref), "spaces or newlines were added between the parts: the special tokens are the only separators")
             expect(False, f"the text differs from the template's for {'the example' if w else 'the prompt of the example'} {ex['instruction']!r}: "
                           "<|instruction|> instruction [<|input|> input] <|response|>" + (" response <|end|>" if w else ''))
