@@ -321,3 +321,18 @@ def es_stable_by_hand(x): return torch.einsum('bij,bje->bie', _exp_softmax(torch
 def test_issue31_audit_valid():
     for fn in (sa_stable_by_hand, sa_logsumexp, es_stable_by_hand): assert_check(check_basic_self_attention, fn)
     assert_check(check_einsum_self_attention, es_stable_by_hand)
+
+
+# third audit: the einsum exercise wants einsum for both products, counted as calls (an alias or a helper counts too)
+def es_one_einsum(x): return F.softmax(torch.einsum('bie,bje->bij', x, x), -1) @ x
+def es_one_einsum_bmm(x): return torch.einsum('bij,bje->bie', F.softmax(torch.bmm(x, x.transpose(1, 2)), -1), x)
+def es_alias(x):
+    ein = torch.einsum
+    return ein('bij,bje->bie', ein('bie,bje->bij', x, x).softmax(-1), x)
+def _prod(spec, a, b): return torch.einsum(spec, a, b)
+def es_helper(x): return _prod('bij,bje->bie', F.softmax(_prod('bie,bje->bij', x, x), -1), x)
+
+def test_audit3_einsum_twice():
+    assert_check(check_einsum_self_attention, einsum_self_attention, [
+        (es_one_einsum, r'both products.*once'), (es_one_einsum_bmm, r'both products.*once')])
+    for fn in (es_alias, es_helper): assert_check(check_einsum_self_attention, fn)

@@ -203,15 +203,23 @@ def check_basic_self_attention(fn):
 # %% ../../nbs/01_selfattention.ipynb #df9a02c0
 #| code-fold: true
 # @title check_einsum_self_attention
-def _calls(fn, name):
-    "Does the code of `fn` (or of a function, lambda or comprehension inside it) use the attribute or global `name`?"
-    def walk(code): return name in code.co_names or any(walk(c) for c in code.co_consts if hasattr(c, 'co_names'))
-    code = getattr(fn, '__code__', None)
-    return code is None or walk(code)     # no code object to inspect (a builtin, a C function): don't complain
+class _CountEinsum(torch.overrides.TorchFunctionMode):
+    "Count the calls to `torch.einsum` made while it is active, however the answer reaches it (an alias, a helper)"
+    def __init__(self): super().__init__(); self.n = 0
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.einsum: self.n += 1
+        return func(*args, **(kwargs or {}))
+
+def _einsums(fn, x):
+    "How many times `fn(x)` calls `torch.einsum`"
+    with _CountEinsum() as count: fn(x)
+    return count.n
 
 @checker(solution='selfattention.einsum_self_attention')
 def check_einsum_self_attention(fn):
     "Check `fn(x)`: basic self-attention written with `torch.einsum`"
     _check_self_attention(fn, "the values are wrong: read the letters of each einsum — 'bie,bje->bij' gives the weights "
                           "w[b, i, j] = x_i · x_j (summing e), then 'bij,bje->bie' gives y_i = Σ_j w_ij x_j (summing j)")
-    expect(_calls(fn, 'einsum'), "right values, but this exercise is about torch.einsum: use it for both products")
+    n = _einsums(fn, rand(2, 3, 4, seed=13))
+    expect(n >= 2, "right values, but this exercise is about torch.einsum: use it for both products"
+           + (" (you call it once: the other product is @, bmm or matmul)" if n == 1 else ""))
