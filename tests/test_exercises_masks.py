@@ -455,3 +455,26 @@ def msl_where_both(s, vl=None):                           # one torch.where for 
 
 def test_lengths_valid_style():
     assert_check(check_masked_softmax_lens, msl_where_both)
+
+
+# third audit: filled scores that carry no gradient; CPU-made positions for (b,) lengths and for 4-D scores
+def ms_detached(s, m): return s.detach().masked_fill(~m, neg_fill(s.dtype))
+def ms_no_grad(s, m):
+    with torch.no_grad(): return s.masked_fill(~m, neg_fill(s.dtype))
+
+def _lens_mask_cpu(s, lens, cpu):
+    j = torch.arange(s.size(-1), device=None if cpu else s.device)       # positions of the keys
+    if lens.dim() == 1: return j < lens.view(-1, *[1] * (s.dim() - 1))
+    return (j < lens[..., None]).view(lens.size(0), *[1] * (s.dim() - 3), lens.size(1), s.size(-1))
+def msl_cpu_1d(s, valid_lens=None):                      # the (b,) path makes its positions on the CPU
+    if valid_lens is None: return F.softmax(s, -1)
+    return masked_softmax(s, _lens_mask_cpu(s, valid_lens, cpu=valid_lens.dim() == 1))
+def msl_cpu_4d(s, valid_lens=None):                      # the 4-D path makes its positions on the CPU
+    if valid_lens is None: return F.softmax(s, -1)
+    return masked_softmax(s, _lens_mask_cpu(s, valid_lens, cpu=s.dim() == 4))
+
+def test_audit3_grad_and_device():
+    assert_check(check_mask_scores, mask_scores, [(ms_detached, r'cut off from autograd'), (ms_no_grad, r'cut off from autograd')])
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_cpu_1d, r'made on the CPU'), (msl_cpu_4d, r'made on the CPU')])
+    assert_check(check_masked_softmax_lens, lambda s, valid_lens=None: F.softmax(s, -1) if valid_lens is None
+                 else masked_softmax(s, _lens_mask_cpu(s, valid_lens, cpu=False)))

@@ -135,6 +135,16 @@ def check_mask_scores(fn):
     for bad, dt in fills:
         expect((bad == neg_fill(dt)).all(), f"fill with neg_fill(scores.dtype) = {neg_fill(dt):.3g} for {dt}, the most "
                "negative finite value: a fixed number (-1e4, -1e9) is too small for some scores or too big for the dtype")
+    s, mask = _mask_fixtures()[1]
+    sg = s.clone().requires_grad_()
+    out = run(sg, mask)
+    run.like(out, s, "the output for scores that require a gradient")
+    expect(out.requires_grad, "the output is cut off from autograd (did you detach, use .data or torch.no_grad()?): "
+           "gradients can't reach the scores, so attention could not be trained through the mask")
+    g = rand(*s.shape, seed=7, dtype=s.dtype)
+    _backward(out, g)
+    expect(sg.grad is not None and same(sg.grad, g * mask), "the gradient is wrong: a kept score passes its gradient "
+           "through unchanged, a filled one gets none (masked_fill or torch.where, nothing detached)")
     on_device(fn, *_mask_fixtures()[1])
 
 # %% ../../nbs/02_masks.ipynb #8e7a5913
@@ -310,4 +320,4 @@ def check_masked_softmax_lens(fn):
         expect(not torch.isnan(o).any(), f"NaN in {dt}: a number of yours does not fit the dtype (a -1e9 fill becomes -inf, a "
                "1e-12 floor becomes 0 and 0 / 0 is NaN): use neg_fill(scores.dtype), or torch.finfo(scores.dtype) for a floor")
         expect(same(o.float(), _ref_lens(sd.double(), lens), atol=1e-2), f"wrong weights in {dt}")
-    on_device(fn, *_lens_fixtures()[3])
+    for i in (2, 3, 4, 5): on_device(fn, *_lens_fixtures()[i])   # (b,) and (b, t_q) lengths, 3-D and 4-D scores
