@@ -244,3 +244,10 @@ def pp_arange_to_cpu(m):                                       # the same, sent 
 def test_positions_from_pad_moved_tensors():
     assert_check(check_positions_from_pad, pp_arange_moved)
     assert_check(check_positions_from_pad, positions_from_pad, [(pp_arange_to_cpu, r"device")])
+
+
+# third audit: a learnable table (nn.Parameter, requires_grad_()) is not the fixed encoding
+def test_audit3_table_is_fixed():
+    assert_check(check_sinusoidal_encoding, sinusoidal_encoding, [
+        (lambda t, e: torch.nn.Parameter(sinusoidal_encoding(t, e)), r'fixed, not learned'),
+        (lambda t, e: sinusoidal_encoding(t, e).requires_grad_(), r'fixed, not learned')])

@@ -60,6 +60,8 @@ def check_sinusoidal_encoding(fn):
                                            "are added to), got float64")
         expect(out.dtype == torch.float32, f"return float32, got {out.dtype}: too coarse for the slow dims, whose values "
                                            "change in the 4th decimal")
+        expect(not out.requires_grad, "the table is fixed, not learned: return a plain tensor (no nn.Parameter, no "
+               "requires_grad_()) — the module that holds it registers it as a buffer")
         ref = _pe_loop(t, e)
         if same(out, ref): continue
         if t > 1:
