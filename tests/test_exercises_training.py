@@ -219,3 +219,24 @@ def peek_in_eval(model, opt, loss_func, x, y):            # a look at the predic
 
 def test_an_extra_eval_forward_passes():
     assert_check(check_train_step, peek_in_eval)
+
+
+# third audit: an update that is not `opt`'s (an optimiser of one's own, a new one each step, a manual SGD) is named
+def own_optimiser(model, opt, loss_func, x, y):            # ignores opt: SGD(lr=0.1), right for the first fixture only
+    return train_step(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_func, x, y)
+def new_optimiser_each_step(model, opt, loss_func, x, y):  # opt's settings, but a fresh state (momentum, Adam's moments)
+    inner = getattr(opt, 'opt', opt)
+    return train_step(model, type(inner)(model.parameters(), **inner.defaults), loss_func, x, y)
+def manual_sgd(model, opt, loss_func, x, y):
+    model.train()
+    opt.zero_grad()
+    loss = loss_func(model(x), y)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters(): p -= opt.param_groups[0]['lr'] * p.grad
+    return loss.detach()
+
+def test_audit3_update_is_opts():
+    assert_check(check_train_step, train_step, [(own_optimiser, r'not by the optimiser you were given'),
+                                                (new_optimiser_each_step, r'not by the optimiser you were given'),
+                                                (manual_sgd, r'not by the optimiser you were given')])

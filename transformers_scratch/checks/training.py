@@ -82,11 +82,12 @@ def check_train_step(fn):
         model = copy.deepcopy(model0)
         opt = make_opt(model)
         if stale: _stale(model)
-        modes = []                                          # the model's mode at each of your forwards
+        modes, steps = [], []                               # the model's mode at each of your forwards; opt's steps
         model.register_forward_pre_hook(lambda m, args: modes.append(m.training))
+        getattr(opt, 'opt', opt).register_step_post_hook(lambda *a: steps.append(1))   # the torch optimiser (fastai's wraps one)
         for k, (x, y) in enumerate(batches):
             before = _params(model)
-            modes.clear()
+            modes.clear(); steps.clear()
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(1000 + k)
                 out = run(model, opt, loss_func, x, y)
@@ -115,6 +116,8 @@ def check_train_step(fn):
                            "opt.step() after loss.backward()")
                     expect(False, "the parameters did not move and no gradient is left: call loss.backward() and then "
                            "opt.step(), and zero the gradients before backward, never between backward and step")
+                expect(steps, "the parameters moved, but not by the optimiser you were given: call opt.step() on `opt` (its "
+                       "learning rate, momentum and running state), not a new optimiser or an update of your own")
                 if _same_params(now, _params(_replay(model0, make_opt, loss_func, batches, stale, k, 'no_zero')[0])):
                     expect(not _no_grads(model), "zero the gradients before backward, not after the step: gradients left "
                            "over from before (here from another computation) were added to this step's")
