@@ -111,3 +111,20 @@ def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
     from learner_run import run_answered
     seen = run_answered(tmp_path, '10_data.ipynb', {'my_file_sha256': ANSWER})
     assert seen['end']['file_sha256'] > seen['after check']['file_sha256'], seen
+
+
+# third audit: one read of a megabyte (right for every file up to 1 MB), a hash object kept between calls, the bare name
+def one_read_mib(path):
+    with open(path, 'rb') as f: return hashlib.sha256(f.read(1 << 20)).hexdigest()
+def one_read_mb(path):
+    with open(path, 'rb') as f: return hashlib.sha256(f.read(10**6)).hexdigest()
+_KEPT = hashlib.sha256()
+def kept_between_calls(path):                # a module-level hash object: the files before are in every digest
+    _KEPT.update(Path(path).read_bytes())
+    return _KEPT.copy().hexdigest()
+def bare_name(path): return hashlib.sha256(Path(path).name.encode()).hexdigest()
+
+def test_audit3_wrongs():
+    assert_check(check_file_sha256, file_sha256, [
+        (one_read_mib, r'only the first 1,048,576 bytes'), (one_read_mb, r'only the first 1,000,000 bytes'),
+        (kept_between_calls, r'hashed together with the files before it'), (bare_name, r"hashed the file's name")])

@@ -14,7 +14,7 @@ from .toolkit import *
 #| code-fold: true
 # @title check_file_sha256
 _ALGOS = ('md5', 'sha1', 'sha224', 'sha384', 'sha512', 'blake2b', 'blake2s', 'sha3_256')
-_CHUNKS = [2**k for k in range(9, 21)]     # chunk sizes a learner may pick: 512 B to 1 MiB
+_CHUNKS = [2**k for k in range(9, 22)] + [10**k for k in range(3, 7)]   # chunk sizes a learner may pick: 512 B to 2 MiB, 1 kB to 1 MB
 
 def _sha_files(d):
     "(path as given, bytes, what it is) of the fixtures, written in folder `d`"
@@ -23,17 +23,21 @@ def _sha_files(d):
              ('windows.txt', 'caf\u00e9\r\nna\u00efve\r\nend\r\n'.encode(), 'text with \\r\\n line endings'),
              ('bytes.bin', bytes(range(256)) * 3, 'bytes that are not UTF-8 text'),
              ('big.bin', big, 'a file of 300,001 bytes'),
-             ('round.bin', big[:2**17], 'a file of 131,072 bytes')]
+             ('round.bin', big[:2**17], 'a file of 131,072 bytes'),
+             ('large.bin', random.Random(1).randbytes(2**22 + 1), 'a file of 4 MiB and a byte')]   # longer than one read of 1 MB
     out = []
     for i, (name, data, what) in enumerate(files):
         (Path(d)/name).write_bytes(data)
         out.append((str(Path(d)/name) if i % 2 else Path(d)/name, data, what))   # a str, then a Path, in turn
     return out
 
-def _sha_wrongs(data, path):
-    "(hex digest, hint) of the usual mistakes on a file holding `data` at `path`"
+def _sha_wrongs(data, path, before=b''):
+    "(hex digest, hint) of the usual mistakes on a file holding `data` at `path`; `before`: the bytes of the files checked before it"
     h = lambda b: hashlib.sha256(b).hexdigest()
     out = [(h(str(path).encode()), "you hashed the file's name, not its contents: open(path, 'rb') and hash the bytes you read"),
+           (h(Path(path).name.encode()), "you hashed the file's name, not its contents: open(path, 'rb') and hash the bytes you read"),
+           (h(before + data), "this file was hashed together with the files before it: your hash object outlives a call (made "
+            "at module level, or a default argument) — make a new hashlib.sha256() inside the function, for each file"),
            (h(data.replace(b'\r\n', b'\n')), "the file was read as text, which turns \\r\\n into \\n: a checksum is of the bytes "
             "on disk, so open the file in binary mode ('rb')")]
     out.append((base64.b64encode(hashlib.sha256(data).digest()).decode(), "that is the digest in base64: return it in "
@@ -64,6 +68,7 @@ def _sha_error(e, path, what):
 def check_file_sha256(fn):
     "Check `fn(path)`: the SHA-256 of the file's bytes as 64 lower-case hex characters, for str and Path, any size, the file untouched"
     with tempfile.TemporaryDirectory() as d:
+        before = b''                                      # the bytes of the files checked so far
         for path, data, what in _sha_files(d):
             try: out = fn(path)
             except (TODO, CheckError): raise
@@ -74,10 +79,11 @@ def check_file_sha256(fn):
                 expect(bytes(out) != bytes.fromhex(want), "return the hex string, hexdigest(): digest() gives the 32 raw bytes")
             expect(not hasattr(out, 'hexdigest'), "return the hex string, h.hexdigest(), not the hash object itself")
             expect(isinstance(out, str), f"return a str of 64 hexadecimal characters, got {type(out).__name__}")
+            before += data
             if out == want: continue
             expect(out.lower() != want, "write the hex digits in lower case, as hexdigest() and sha256sum do")
             expect(out.strip().split()[:1] != [want], "return the 64 hexadecimal characters alone, nothing before or after them")
-            for wrong, hint in _sha_wrongs(data, path): expect(out != wrong, hint)
+            for wrong, hint in _sha_wrongs(data, path, before[:-len(data) or None]): expect(out != wrong, hint)
             expect(len(out) == 64, f"for {what} you returned {len(out)} characters: a SHA-256 in hexadecimal has 64 "
                    "(32 bytes, two hex digits each), whatever the file, an empty one too")
             expect(all(ch in '0123456789abcdef' for ch in out), f"for {what} write the digest in hexadecimal (0-9, a-f), as hexdigest() "
