@@ -58,6 +58,11 @@ def rot_in_place(q, k, v, start=0, theta=10000.):
 def rot_float32(q, k, v, start=0, theta=10000.):
     return tuple(o.float() for o in rot_library(q, k, v, start, theta))
 
+def test_rotary_takes_a_caches_position_tensor():
+    "A static decode step (CUDA graphs, `compile=True`) passes the cache's position as a 1-element tensor, not an int"
+    q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 3, 8), torch.randn(2, 2, 3, 8)
+    for a, b in zip(rotary(q, k, v, torch.tensor([5])), rotary(q, k, v, 5)): torch.testing.assert_close(a, b)
+
 def test_check_rotary():
     assert_check(check_rotary, rotary, [
         (stub, 'not solved'), (rot_values, 'values are not rotated'), (rot_neighbours, r'neighbouring dims \(2i, 2i\+1\)'),

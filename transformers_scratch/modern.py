@@ -17,7 +17,7 @@ def rotary(q,              # (b, h, t, s) queries, heads split
           ):
     "(q, k, v) of a rotary attention: q and k turned at positions start .. start+t-1, pair (i, i + s/2) by p·θ^(-2i/s); v as it is"
     t, s = q.size(2), q.size(-1)
-    pos = torch.arange(start, start + t, device=q.device).float()                         # (t,) where the tokens sit
+    pos = (torch.arange(t, device=q.device) + start).float()                             # (t,) where the tokens sit (start: an int, or a cache's position tensor)
     freq = theta ** (-torch.arange(0, s, 2, device=q.device).float() / s)                 # (s/2,) θ^(-2i/s)
     a = (pos[:, None] * freq).repeat(1, 2)                                                # (t, s): both halves of pair i
     cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
