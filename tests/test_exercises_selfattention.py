@@ -336,3 +336,10 @@ def test_audit3_einsum_twice():
     assert_check(check_einsum_self_attention, einsum_self_attention, [
         (es_one_einsum, r'both products.*once'), (es_one_einsum_bmm, r'both products.*once')])
     for fn in (es_alias, es_helper): assert_check(check_einsum_self_attention, fn)
+
+def sm_eps(raw): return raw.exp() / (raw.exp().sum(-1, keepdim=True) + 1e-3)      # an epsilon in the sum (no max either)
+def rw_rounded(x): return (x @ x.transpose(1, 2)).round(decimals=3)
+
+def test_audit3_close_values_named_apart():
+    assert_check(check_row_softmax, row_softmax, [(sm_eps, r'not from a lower precision.*epsilon'), (sm_half, r'lower precision \(half')])
+    assert_check(check_raw_weights, raw_weights, [(rw_rounded, r'not from a lower precision.*rounding')])

@@ -23,8 +23,11 @@ def _otherwise(out, ref, hint):
     if not (isinstance(out, torch.Tensor) and out.shape == ref.shape and out.device == ref.device): return hint
     if same(out, ref, atol=2e-2, rtol=2e-2):
         err = (out.double() - ref.double()).abs().max().item()
-        return (f"close, but off by up to {err:.1e}: computed in a lower precision (half, bfloat16) and cast back? "
-                "Compute in the inputs' dtype throughout")
+        if any(torch.equal(out, out.to(dt).to(out.dtype)) for dt in (torch.float16, torch.bfloat16)):   # half's values, cast back
+            return (f"close, but off by up to {err:.1e}: computed in a lower precision (half, bfloat16) and cast back? "
+                    "Compute in the inputs' dtype throughout")
+        return (f"close, but off by up to {err:.1e}, and not from a lower precision: a small constant added (an epsilon?), "
+                "a rounding or an approximation on the way — compute the exact formula")
     return hint
 
 def _one_sided(x):
