@@ -142,3 +142,16 @@ def prob_gap(m, xb, pad_idx=1):
 def test_check_padding_invariance_gap_round_two():
     assert_check(check_padding_invariance_gap, padding_invariance_gap, [(l2_gap, 'norm of the whole difference'),
                                                                          (prob_gap, 'compared probabilities')])
+
+# the audit's round: ids below pad_idx are real tokens; a NumPy number is a number
+def drops_below_pad(m, xb, pad_idx=1):                   # r[r > pad_idx]: also drops 0, fastai's xxunk, when pad_idx is 1
+    with evaluating(m), torch.no_grad():
+        xb = xb.to(model_device(m))
+        return (m(xb) - torch.cat([m(r[r > pad_idx][None]) for r in xb])).abs().max().item()
+def numpy_float32(m, xb, pad_idx=1):                     # a valid answer: the max taken in NumPy, an np.float32
+    with evaluating(m), torch.no_grad():
+        xb = xb.to(model_device(m))
+        return (m(xb) - torch.cat([m(r[r != pad_idx][None]) for r in xb])).abs().cpu().numpy().max()
+
+def test_check_padding_invariance_gap_audit():
+    assert_check(check_padding_invariance_gap, numpy_float32, [(drops_below_pad, r'ids below it are real tokens')])

@@ -14,6 +14,8 @@ from ..models import ClassificationTransformer   # as above
 # %% ../../nbs/11_classify.ipynb #58695c76
 #| code-fold: true
 # @title check_padding_invariance_gap
+import numbers, numpy as np
+
 def _gap_model(pad_idx, masks=True, seed=0, dropout=0.3):
     "A tiny classifier; `masks=False`: its trunk ignores the pads (attends to them, averages them), so padding changes its logits"
     with torch.random.fork_rng(devices=[]):                  # repeatable, and your RNG is left alone
@@ -23,9 +25,10 @@ def _gap_model(pad_idx, masks=True, seed=0, dropout=0.3):
         return ClassificationTransformer(cfg)
 
 def _gap_batch(rows, pad_idx, t, seed):
-    "(b, t) ids: row r has `rows[r] = (front, end)` pads; the real tokens avoid `pad_idx` and include 1 where 1 is no pad"
+    "(b, t) ids: row r has `rows[r] = (front, end)` pads; the real tokens avoid `pad_idx` and include 0 and 1 where they are no pad"
     x = randint(2, 20, (len(rows), t), seed=seed)
     if pad_idx != 1: x[:, 1::3] = 1
+    if pad_idx != 0: x[:, 2::4] = 0                          # below pad_idx = 1: fastai's xxunk, a real token
     for r, (front, end) in enumerate(rows):
         x[r, :front] = pad_idx
         if end: x[r, t - end:] = pad_idx
@@ -41,12 +44,13 @@ def _gap_cases():
     return [(_gap_model(1, seed=1), _gap_batch([(0, 3), (0, 0), (0, 5)], 1, 9, seed=2), None, True),
             (_gap_model(0, seed=3), _gap_batch([(2, 0), (1, 2), (0, 0), (4, 1)], 0, 8, seed=4), 0, False),
             (_gap_model(1, masks=False, seed=5, dropout=0.), _gap_batch([(2, 1), (0, 4), (1, 0)], 1, 7, seed=6), 1, True),
-            (_flipped(_gap_model(1, masks=False, seed=5, dropout=0.)), _gap_batch([(0, 1), (3, 0), (1, 2)], 1, 7, seed=6), 1, False),
+            (_flipped(_gap_model(1, masks=False, seed=5, dropout=0.)), _gap_batch([(2, 0), (0, 1), (1, 2)], 1, 7, seed=11), 1, False),
             (_gap_model(0, seed=7), _gap_batch([(0, 0)], 0, 6, seed=8), 0, False)]
 
 def _strip(r, pad_idx, strip):
-    "Row `r` without its pads (`strip=True`), with them (False), without those at its end only ('end') or its front only ('front')"
+    "Row `r` without its pads (`strip=True`), with them (False), without those at its end only ('end') or its front only ('front'), without every id up to pad_idx ('le')"
     if strip is True: return r[r != pad_idx]
+    if strip == 'le': return r[r > pad_idx]
     if strip is False: return r
     real = (r != pad_idx).nonzero()
     if not len(real): return r[:0]
@@ -81,7 +85,7 @@ def _gap_number(out):
                "max over every row and class (and .item() for a Python float)")
         expect(False, f"return the gap as a Python float, got a {out.dim()}-d tensor: end with .item() (a number to print, "
                "compare and log, which holds no tensor)")
-    expect(isinstance(out, (int, float)) and not isinstance(out, bool),
+    expect(isinstance(out, numbers.Real) and not isinstance(out, (bool, np.bool_)),   # a NumPy number is one number too
            f"return one number (a Python float, .item()), got {type(out).__name__}")
     return float(out)
 
@@ -161,10 +165,13 @@ def check_padding_invariance_gap(fn):
                   (d[:1].abs().max().item(), "compare every row of the batch, not only the first"),
                   (d.norm().item(), "that is the norm of the whole difference: take its largest absolute entry, .abs().max()"),
                   (_gap_probs(model, xb, pad), "you compared probabilities (a softmax): compare the logits, what the model returns")]
-        if pad != 1: wrongs.append((_gap_diffs(model, xb, 1).abs().max().item(), f"the pad id is the argument pad_idx "
+        always = [(_gap_diffs(model, xb, pad, strip='le').abs().max().item(), f"you dropped every id up to pad_idx ({pad} "
+                   "here), r[r > pad_idx]: the ids below it are real tokens (0 is fastai's xxunk); drop the pads only, r[r != pad_idx]")]
+        if pad != 1: always.append((_gap_diffs(model, xb, 1).abs().max().item(), f"the pad id is the argument pad_idx "
                                     f"({pad} here), not 1: strip r[r != pad_idx]"))
+        for w, hint in always: expect(abs(gap - w) > 1e-5 + 1e-3 * abs(w), hint)
         for w, hint in wrongs:
-            expect(not (leak or len(xb) == 1 or hint.startswith('the pad id')) or abs(gap - w) > 1e-5 + 1e-3 * abs(w), hint)
+            expect(not (leak or len(xb) == 1) or abs(gap - w) > 1e-5 + 1e-3 * abs(w), hint)
         expect(leak or gap < 1e-3, f"this model masks its pads, so its gap is about {ref:.0e}; yours is {gap:.3g}: feed each "
                "row alone without its pads (r[r != pad_idx][None]) in eval mode, and compare with that row of the batch")
         expect(False, f"the gap of a model that attends to its pads is {ref:.4f}, yours is {gap:.4f}: the largest "
