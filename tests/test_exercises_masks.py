@@ -478,3 +478,10 @@ def test_audit3_grad_and_device():
     assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_cpu_1d, r'made on the CPU'), (msl_cpu_4d, r'made on the CPU')])
     assert_check(check_masked_softmax_lens, lambda s, valid_lens=None: F.softmax(s, -1) if valid_lens is None
                  else masked_softmax(s, _lens_mask_cpu(s, valid_lens, cpu=False)))
+
+def msl_queries_aligned(s, valid_lens=None):             # a (b, t_k) mask without a dim for the queries: with b == t_q it
+    if valid_lens is None or valid_lens.dim() == 2 or s.dim() == 4: return masked_softmax_lens(s, valid_lens)   # broadcasts
+    return masked_softmax(s, torch.arange(s.size(-1), device=s.device) < valid_lens[:, None])              # silently
+
+def test_audit3_mask_lined_up_with_queries():
+    assert_check(check_masked_softmax_lens, masked_softmax_lens, [(msl_queries_aligned, r'query q of every sequence got valid_lens\[q\]')])

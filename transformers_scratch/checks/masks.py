@@ -239,7 +239,8 @@ def _ref_lens(s, lens):
     return out
 
 def _lens_fixtures():
-    "`(scores, valid_lens)`: a batch of one, a batch of 4 with t_q != t_k, 4-D scores; (b,) and (b, t_q) lengths, "
+    "`(scores, valid_lens)`: a batch of one, a batch of 4 with t_q != t_k (t_q = b: a mask lined up with the queries "
+    "broadcasts silently), 4-D scores; (b,) and (b, t_q) lengths, "
     "with a length of 0, a length of 1 and the full length"
     s1, s2, s3 = rand(1, 3, 5, seed=8), rand(4, 4, 6, seed=9, dtype=torch.float64), rand(3, 2, 4, 5, seed=10)
     l2 = randint(0, 7, (4, 4), seed=11)
@@ -303,6 +304,10 @@ def check_masked_softmax_lens(fn):
             rows = lengths_to_mask(lens, s.size(1))[:, :, None]        # the mistake: valid_lens applied to the queries
             expect(not same(out, F.softmax(s, -1) * rows) and not same(out, masked_softmax(s, rows)),
                    "you masked the queries (rows); valid_lens counts the keys (the last dim)")
+            expect(s.size(0) != s.size(1) or not same(out, _ref_lens(s, lens[None].expand(s.size(0), -1))),   # b == t_q here
+                   "query q of every sequence got valid_lens[q]: your (b, t_k) mask lined up with the scores' last two dims "
+                   "(t_q, t_k), not with the batch — give it a dim for the queries, mask[:, None, :] (and one for the heads "
+                   "with 4-D scores, mask[:, None, None, :])")
         expect(same(out, ref), f"wrong weights for {kind} valid_lens on scores of shape {tuple(s.shape)}"
                + (": a (b, t_q) length is one length per query" if lens.dim() == 2 else ""))
     s, lens = _lens_fixtures()[2]
