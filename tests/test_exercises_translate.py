@@ -133,3 +133,22 @@ def test_check_tokenize_repeated_tokens():
     assert_check(check_tokenize, tokenize, [
         (tok_first_index, 'where it first occurs'), (tok_memo, 'where it first occurs|token \\d+ is'),
         (tok_free_anywhere, 'occurs more than once|where it first occurs')])
+
+# the audit's round: marks beyond ASCII, a newline between two words
+def _tok_by(text, punct=r"[^\w\s]", chunks=str.split):
+    out = []
+    for w in chunks(text):
+        ps = re.findall(rf"\w+|{punct}", w)
+        out += ps[:1] + ['##' + p for p in ps[1:]]
+    return out
+def tok_string_punctuation(text):                   # marks from string.punctuation: «, –, €, ’ and … are lost
+    import string
+    return _tok_by(text, punct='[' + re.escape(string.punctuation) + ']')
+def tok_spaces_and_tabs(text): return _tok_by(text, chunks=lambda s: re.split(r'[ \t]+', s))   # a newline glues two words
+def tok_by_offsets(text):                            # valid: each match's ## from the character before it in the text
+    return [('##' if m.start() and not text[m.start() - 1].isspace() else '') + m.group()
+            for m in re.finditer(r"\w+|[^\w\s]", text)]
+
+def test_check_tokenize_audit():
+    assert_check(check_tokenize, tok_by_offsets, [(tok_string_punctuation, 'beyond ASCII'),
+                                                   (tok_spaces_and_tabs, 'newline between two words')])

@@ -16,7 +16,8 @@ from .toolkit import *
 _TOK_TEXTS = ["A man's T-shirt, blue.",                        # glued pieces: an apostrophe, a hyphen, a comma, a full stop
               "Ein Hund läuft im Park.",                        # letters beyond a-z
               "(Zwei) Kinder... spielen!!",                     # punctuation in front and runs of marks
-              "  Les   enfants\tjouent à l'école.\n",           # irregular whitespace, French
+              "  Les   enfants\tjouent\nà l'école.\n",         # irregular whitespace (a newline between two words), French
+              "«Non», dit-elle – 5 € l’heure…",                 # marks beyond ASCII: guillemets, a dash, €, a curly apostrophe, …
               "3.5 km_h x2 ?",                                  # digits and underscores are word characters
               "Hi! Hi ! - well-known, known - she-wolf -",          # repeated tokens: glued in one place, free in another
               ". Yes. No . So she has a cat.",                  # a mark free, then glued; 'a' free but inside 'has' first
@@ -53,8 +54,13 @@ def _tok_wrongs(text):
             ([t.lower() for t in _tok(text)], "you lowercased the tokens: keep them as they are written"),
             (_tok(text, flags=re.ASCII), "a letter such as ä or é split a word: \\w matches every letter, not only a-z "
                                          "(no re.ASCII, no [a-zA-Z])"),
+            (_tok(text, punct=r"[!-/:-@\[-`{-~]"), "a mark beyond ASCII such as «, –, € or ’ is a token too: [^\\w\\s] is every "
+                                                    "character that is neither a word character nor a space (string.punctuation "
+                                                    "holds ASCII's marks only)"),
             (_tok(text, chunks=lambda s: s.split(' ')), "empty or whitespace tokens: split on any run of whitespace, "
                                                         "text.split() without an argument"),
+            (_tok(text, chunks=lambda s: re.split(r"[ \t]+", s)), "a newline between two words glued them together (##): "
+             "split on any run of whitespace, spaces, tabs and newlines alike: text.split() without an argument"),
             ([p + '##' if t.startswith('##') else t for t in _tok(text) for p in [t[2:]]],
              "the ## goes at the start of the glued piece, not at its end"),
             (_tok(text, word=r"[^\W\d_]+", punct=r"[^\W\d_]|[^\w\s]|[\d_]"), "digits and underscores are word characters "
