@@ -66,7 +66,7 @@ def lp_cpu_list(ids, i, n):                                 # through a Python l
 
 def test_lm_pair_issue31():
     assert_check(check_lm_pair, lm_pair, [
-        (lp_roll, 'last target'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device')])
+        (lp_roll, 'last target'), (lp_next_window, 'one token later'), (lp_stacked, 'pair'), (lp_cpu_list, 'device|made from a list')])
 
 
 # issue 31, second audit: each wrong window gets its own cause, "hard-coded" only when the length is
@@ -87,3 +87,12 @@ def test_lm_pair_causes():
 
 def test_lm_pair_last_target():
     assert_check(check_lm_pair, lm_pair, [(lp_roll, 'last target')])
+
+
+# the audit's round: int32 ids show a dtype that is not kept (int64 is also torch's default, so int64 ids hid it)
+def lp_long(ids, i, n): return ids[i:i + n].long(), ids[i + 1:i + n + 1].long()
+def lp_as_tensor(ids, i, n):                                # rebuilt from a list, on the right device but int64
+    return (torch.as_tensor(ids[i:i + n].tolist(), device=ids.device), torch.as_tensor(ids[i + 1:i + n + 1].tolist(), device=ids.device))
+
+def test_lm_pair_keeps_the_ids_dtype():
+    assert_check(check_lm_pair, lm_pair, [(lp_long, 'dtype torch.int32.*int64'), (lp_as_tensor, 'made from a list')])

@@ -17,14 +17,15 @@ from .toolkit import randint
 
 def _slow_lm_pair(ids, i, seq_len):
     "x[j] = ids[i+j] and y[j] = ids[i+j+1], one position at a time"
-    return (torch.tensor([int(ids[i + j]) for j in range(seq_len)]), torch.tensor([int(ids[i + j + 1]) for j in range(seq_len)]))
+    return (torch.tensor([int(ids[i + j]) for j in range(seq_len)], dtype=ids.dtype),
+            torch.tensor([int(ids[i + j + 1]) for j in range(seq_len)], dtype=ids.dtype))
 
 @checker(solution='lmdata.lm_pair')
 def check_lm_pair(fn):
     "Check `fn(ids, i, seq_len)` on irregular ids: the window `x` at `i` and its targets `y`, the same window shifted by one"
     first_n = 5                                               # the first window's length
     for ids, cases in ((randint(0, 1000, (61,), seed=0), ((0, 5), (3, 5), (17, 8), (52, 8))),   # 52 + 8 + 1 = 61: the last window that fits
-                       (randint(0, 50, (12,), seed=1), ((4, 1), (0, 11), (2, 9)))):              # a window of one token; the whole text
+                       (randint(0, 50, (12,), seed=1).int(), ((4, 1), (0, 11), (2, 9)))):        # one token; the whole text; int32 ids
         for i, n in cases:
             def _hint(ex, args):
                 return (f"for {len(ids)} ids, i={i}, seq_len={n} your code raised {type(ex).__name__}: {str(ex)[:60]} "
@@ -50,7 +51,9 @@ def check_lm_pair(fn):
             expect(not (i == 0 and y.numel() == 0), "y is empty for i=0: a slice from i - 1 = -1 starts at the end of the text; the targets are "
                    "shifted the wrong way, they are the *next* tokens, one position later than the inputs")
             expect(tuple(y.shape) == (n,), f"y should have seq_len={n} tokens (i={i}), got shape {tuple(y.shape)}")
-            expect(x.dtype == ids.dtype and y.dtype == ids.dtype, f"x and y should keep the ids' dtype {ids.dtype}, got {x.dtype} and {y.dtype}")
+            expect(x.dtype == ids.dtype and y.dtype == ids.dtype, f"x and y should keep the ids' dtype {ids.dtype}, got {x.dtype} and {y.dtype}"
+                   + (": a new tensor made from a list (torch.tensor, .tolist()) or .long() is int64, and made on the CPU; "
+                      "a slice of ids keeps its dtype and device" if torch.int64 in (x.dtype, y.dtype) else ""))
             if torch.equal(x, rx) and torch.equal(y, ry): continue
             expect(not (torch.equal(x, ry) and torch.equal(y, rx)), "x and y are swapped: the input comes first, the targets are one step ahead")
             expect(not torch.equal(y, x), "the targets are the inputs: they are the same window moved one token later")
