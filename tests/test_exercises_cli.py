@@ -119,3 +119,13 @@ def test_the_lesson_goes_on_with_the_learners_answer(tmp_path):
     from learner_run import run_answered
     seen = run_answered(tmp_path, '90_cli.ipynb', {'my_tfs_result': ANSWER})
     assert seen['end']['tfs_result'] > seen['after check']['tfs_result'], seen
+
+# the audit's round: a last line that is a JSON list
+def numbers_only(stdout):                            # refuses a number but passes any other JSON on, a list included
+    lines = stdout.strip().splitlines()
+    if not lines: return None
+    try: res = json.loads(lines[-1])
+    except json.JSONDecodeError: return None
+    return None if isinstance(res, (int, float)) else res
+
+def test_a_json_list_is_no_result(): assert_check(check_tfs_result, tfs_result, [(numbers_only, 'a JSON list.*a dict')])

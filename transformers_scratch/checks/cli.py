@@ -31,6 +31,9 @@ def _outputs():
              "line, which is the run's output (generated text, say), not its results"),
             ('the answer is\n42\n', None, 'a run whose last line is a number',
              "the results are a JSON object: a last line such as 42 (or [1, 2]) is printed text, so return None"),
+            ('its top tokens\n["the", "a", 3]\n', None, 'a run whose last line is a JSON list',
+             "the results are a JSON object, a dict: a last line such as [\"the\", \"a\", 3] is printed text, so return None "
+             "(isinstance(result, dict), not only a test for numbers)"),
             (_TABLE + str({'accuracy': 0.56, 'quick': True}) + '\n', None, "a last line that is a Python dict's repr",
              "that last line is Python's repr of a dict, not JSON (JSON has double quotes, true, null): json.loads refuses "
              "it, and there are no results: return None. JSON is parsed with json, not ast.literal_eval or eval")]
