@@ -155,3 +155,10 @@ def numpy_float32(m, xb, pad_idx=1):                     # a valid answer: the m
 
 def test_check_padding_invariance_gap_audit():
     assert_check(check_padding_invariance_gap, numpy_float32, [(drops_below_pad, r'ids below it are real tokens')])
+def default_pad_zero(m, xb, pad_idx=0):                  # pad_idx's default changed: a call without it strips the 0s
+    with evaluating(m), torch.no_grad():
+        xb = xb.to(model_device(m))
+        return (m(xb) - torch.cat([m(r[r != pad_idx][None]) for r in xb])).abs().max().item()
+
+def test_check_padding_invariance_gap_default_pad():
+    assert_check(check_padding_invariance_gap, padding_invariance_gap, [(default_pad_zero, r"pad_idx's default is 1")])

@@ -14,7 +14,7 @@ from ..models import ClassificationTransformer   # as above
 # %% ../../nbs/11_classify.ipynb #58695c76
 #| code-fold: true
 # @title check_padding_invariance_gap
-import numbers, numpy as np
+import inspect, numbers, numpy as np
 
 def _gap_model(pad_idx, masks=True, seed=0, dropout=0.3):
     "A tiny classifier; `masks=False`: its trunk ignores the pads (attends to them, averages them), so padding changes its logits"
@@ -89,6 +89,13 @@ def _gap_number(out):
            f"return one number (a Python float, .item()), got {type(out).__name__}")
     return float(out)
 
+def _default_pad(fn):
+    "The default of `fn`'s third parameter, pad_idx (1 where it has none or it cannot be read)"
+    try: ps = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError): return 1
+    if len(ps) < 3 or ps[2].kind not in (ps[2].POSITIONAL_ONLY, ps[2].POSITIONAL_OR_KEYWORD) or ps[2].default is ps[2].empty: return 1
+    return ps[2].default
+
 def _gap_error(e, args):
     "A hint for a crash on `args`"
     if 'not on the expected device' in str(e) or 'same device' in str(e):
@@ -153,6 +160,8 @@ def check_padding_invariance_gap(fn):
         expect(again == gap or not training, "your gap changes from call to call on a model found in training mode: dropout "
                "is on — run the model in eval mode inside the function (with evaluating(model) as m: ...)")
         leak = ref > 1e-3
+        expect(len(args) == 3 or _default_pad(fn) == 1, f"pad_idx's default is 1, fastai's pad id; yours is "
+               f"{_default_pad(fn)!r}, so a call without pad_idx stripped the wrong tokens: def ...(model, xb, pad_idx=1)")
         wrongs = [(_gap_diffs(model, xb, pad, strip=False).abs().max().item(), "a gap of 0 for a model whose pads do change its logits: "
                    "feed each row alone *without* its pads, r[r != pad_idx], and compare with its row of the padded batch"),
                   (_gap_diffs(model, xb, pad, strip='end').abs().max().item(), "you stripped only the pads at the end of a row: "
