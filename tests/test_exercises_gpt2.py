@@ -190,3 +190,17 @@ def qkv_e768(w, b):                     # GPT-2 small's e written in: the slices
 
 def test_split_qkv_hard_coded_e_is_named():
     assert_check(check_split_qkv, split_qkv, [(qkv_e768, r"key and value weights are empty.*e hard-coded")])
+
+# the audit's round: a Conv1D weight transposed right but put under the wrong name is named as such, not "transpose it"
+def bs_ff_swapped(sd, i):                          # c_proj under ff.0 and c_fc under ff.2, each transposed
+    d = block_state(sd, i)
+    d['ff.0.weight'], d['ff.2.weight'] = sd[f'h.{i}.mlp.c_proj.weight'].T, sd[f'h.{i}.mlp.c_fc.weight'].T
+    return d
+def bs_attn_proj_in_mlp(sd, i):                    # attn.c_proj taken for mlp.c_proj
+    d = block_state(sd, i)
+    d['ff.2.weight'] = sd[f'h.{i}.attn.c_proj.weight'].T
+    return d
+
+def test_block_state_swapped_layers_are_named():
+    assert_check(check_block_state, block_state, [(bs_ff_swapped, r'ff\.0\.weight holds the tensor that belongs in ff\.2\.weight: mlp\.c_fc'),
+                                                  (bs_attn_proj_in_mlp, r"belongs in attention\.unifyheads\.weight: attn\.c_proj is the attention's")])

@@ -164,6 +164,14 @@ def _block_hint(run, out, ref, sd, i, depth, k, at):
     "Fail with a one-line hint for key `k` of `out`, which differs from `ref[k]`"
     o, r = out[k], ref[k]
     expect(isinstance(o, torch.Tensor), f"{at}: {k} should be a tensor, got {type(o).__name__}")
+    for k2, r2 in ref.items():                         # another key's tensor, right as it is there (any shape: ff.0 <-> ff.2)
+        if k2 != k and r2.shape == o.shape and r2.dtype == o.dtype and torch.equal(o, r2):
+            hint = ("ln_1 is the norm before the attention (norm1), ln_2 the one before the MLP (norm2)" if 'norm' in k else
+                    "c_attn's outputs are [query | key | value], in that order" if '.to' in k2 else
+                    "mlp.c_fc (e -> mult·e) is ff.0, the first layer; mlp.c_proj (back to e) is ff.2" if k.startswith('ff.') and k2.startswith('ff.')
+                    else "attn.c_proj is the attention's output layer (unifyheads), mlp.c_proj the MLP's last (ff.2)"
+                    if {k.rsplit('.', 1)[0], k2.rsplit('.', 1)[0]} == {'attention.unifyheads', 'ff.2'} else "check the table of names")
+            expect(False, f"{at}: {k} holds the tensor that belongs in {k2}: {hint}")
     if o.shape != r.shape:
         expect(not (r.dim() == 2 and o.shape == r.T.shape), f"{at}: {k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}: "
                "Hugging Face's Conv1D stores its weight as (in, out), nn.Linear as (out, in): transpose it")
@@ -177,11 +185,6 @@ def _block_hint(run, out, ref, sd, i, depth, k, at):
                "(out, in) and computes x @ W.T: transpose it (.T)" + (", each block of c_attn after the split" if '.to' in k else ''))
     expect(not (r.dim() == 2 and torch.equal(o, r.T.reshape(r.shape))), f"{at}: {k}: reshape (or view) is not a transpose: it "
            "keeps the order of the numbers in memory; use .T")
-    for k2, r2 in ref.items():
-        if k2 != k and r2.shape == r.shape and torch.equal(o, r2):
-            hint = ("ln_1 is the norm before the attention (norm1), ln_2 the one before the MLP (norm2)" if 'norm' in k else
-                    "c_attn's outputs are [query | key | value], in that order" if '.to' in k2 else "check the table of names")
-            expect(False, f"{at}: {k} holds the tensor that belongs in {k2}: {hint}")
     for j in range(depth):
         if j != i: expect(not torch.equal(o, _ref_block_state(sd, j)[k]), f"{at}: {k} comes from layer {j}, not {i}: read the tensors h.{i}.*")
     expect(False, f"{at}: {k} has the wrong values (see the table of names above)")
